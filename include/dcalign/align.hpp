@@ -1,0 +1,118 @@
+#pragma once
+// Analyst side: change-of-basis matrices G_i from the released anchor representations A_i.
+//
+//   ODC        paper 001 Alg. 4: G_i = polar(A_i^T A_r O); optionally an explicit target Z
+//              (OPP with a given target, paper 004 eqs. 17-20): G_i = polar(A_i^T Z).
+//   Imakura    paper 001 Alg. 2: Z = U R, U top-l left singular vectors of [A_1 ... A_c];
+//              G_i = A_i^+ Z.
+//   Kawakami   paper 001 Alg. 3 (QR of each A_i, SVD of [Q_1 ... Q_c], G_i = R_i^{-1} g^_i), or
+//              the generalized eigenproblem S v = lambda T v of papers 000/003/004.
+//   GOPP       paper 003 App. B / 004 sec. 3.4: alternating minimisation of
+//              sum_i ||A_i G_i - Z||_F^2 over orthogonal G_i and Z, from Z = U or the ODC target.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dcalign/backend.hpp"
+#include "dcalign/matrix.hpp"
+
+namespace dcalign {
+
+enum class Method { odc, imakura, kawakami, gopp };
+Method parse_method(const std::string& name);
+std::string to_string(Method m);
+
+/// ODC's right factor O of the target A_r O.
+enum class TargetRotation { haar, identity, supplied };
+TargetRotation parse_target_rotation(const std::string& name);
+/// Imakura-DC's right factor R of the target U R.
+enum class RightFactor { identity, uniform, supplied };
+RightFactor parse_right_factor(const std::string& name);
+enum class KawakamiForm { qr_svd, eigen };
+KawakamiForm parse_kawakami_form(const std::string& name);
+enum class GoppInit { spectral, odc };
+GoppInit parse_gopp_init(const std::string& name);
+
+struct AlignOptions {
+  Method method = Method::odc;
+  std::uint64_t seed = 0;             ///< for O (haar), R (uniform) and randomized SVD sketches
+  index_t reference_user = 0;         ///< r in the ODC target A_r O (0-based)
+
+  TargetRotation rotation = TargetRotation::haar;
+  Matrix<double> rotation_matrix;     ///< O when rotation == supplied (l x l, orthogonal)
+  Matrix<double> target;              ///< ODC: explicit a x l target Z instead of A_r O
+
+  RightFactor right = RightFactor::identity;
+  Matrix<double> right_matrix;        ///< R when right == supplied (l x l, invertible)
+
+  SvdOptions svd;                     ///< Imakura, Kawakami, GOPP's spectral start
+  KawakamiForm kawakami_form = KawakamiForm::qr_svd;
+
+  GoppInit gopp_init = GoppInit::spectral;
+  double gopp_tolerance = 1e-10;      ///< stop when the relative objective decrease is below
+  index_t gopp_max_iterations = 200;
+
+  /// A_i is declared rank deficient when sigma_min / sigma_max of the matrix the method
+  /// factorises is at or below this; negative means the default l * eps(T), the threshold of
+  /// numpy.linalg.matrix_rank and LAPACK's xGELSD.
+  double rank_tolerance = -1.0;
+  /// Compute the objective and orthogonality error (one extra pass over the anchors).
+  bool evaluate = true;
+};
+
+/// What an alignment did. Keys of to_json() are stable (CLI --report).
+struct AlignReport {
+  std::string method;
+  std::string device;
+  std::string precision;
+  index_t users = 0, anchor_rows = 0, dim = 0;
+  /// sum_i ||A_i G_i - Z||_F^2 with the method's target Z (Imakura: U R, ODC: A_r O or the
+  /// given target, GOPP: the final Z). Kawakami-DC has no target: Z is the mean of A_i G_i.
+  double objective = 0.0;
+  /// sum_i ||A_i G_i - Zbar||_F^2 with Zbar = mean_i A_i G_i; equals the pairwise objective
+  /// sum_{i,j} ||A_i G_i - A_j G_j||_F^2 / (2c), comparable across methods.
+  double consensus_objective = 0.0;
+  /// max_i ||G_i^T G_i - I||_F.
+  double orthogonality_error = 0.0;
+  /// Method-specific residual of the factorisation, e.g. Kawakami's max_k |sum_i ||A_i g_ik||^2 - 1|.
+  double constraint_error = 0.0;
+  /// Smallest sigma_min / sigma_max over users of the matrices the method factorised.
+  double min_rank_ratio = 0.0;
+  index_t iterations = 0;                 ///< GOPP (and iterative polar on GPUs)
+  bool converged = true;
+  std::vector<double> objective_history;  ///< GOPP: objective after each iteration
+  std::vector<std::pair<std::string, double>> seconds;  ///< phase -> seconds, in order
+  double total_seconds = 0.0;
+  bool evaluated = false;
+
+  void add_phase(const std::string& name, double s);
+  std::string to_json(int indent = 2) const;
+};
+
+template <typename T>
+struct Alignment {
+  Stack<T> G;       ///< c x (l x l)
+  Matrix<T> target; ///< the target Z where the method has one (a x l), else empty
+  AlignReport report;
+};
+
+/// Aligns anchors held in host memory on the given backend (uploading them if needed).
+template <typename T>
+Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts, Backend& backend);
+/// Same on a default CPU backend.
+template <typename T>
+Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts);
+
+/// Aligns anchors already in the backend's memory; writes G (c x l x l, backend memory) and,
+/// when `target` is non-empty (a x l), the target. No host-device copies of the anchors.
+template <typename T>
+AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackView<T> G,
+                           MatrixView<T> target, const AlignOptions& opts);
+
+/// Checks the anchor stack before any work: at least one user, l >= 1, l <= a, every entry
+/// finite (the exception names the user, row and column of the first bad entry).
+template <typename T>
+void validate_anchors(Primitives<T>& p, StackView<const T> anchors, const AlignOptions& opts);
+
+}  // namespace dcalign

@@ -1,0 +1,174 @@
+#pragma once
+// Backend primitives. Every alignment method is written once against Primitives<T>; each
+// backend (CPU: BLAS/LAPACK, CUDA: cuBLAS/cuSOLVER/own kernels) implements this short list.
+// Pointers inside the views handed to a Primitives object refer to that backend's memory
+// (host memory for the CPU backend, device memory for CUDA). Results that the algorithms need
+// to make decisions (ranks, singular value extremes, errors) come back on the host.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dcalign/matrix.hpp"
+
+namespace dcalign {
+
+enum class Device { cpu, cuda };
+enum class Op { none, trans };
+
+std::string to_string(Device d);
+Device parse_device(const std::string& name);
+
+/// Top-k singular subspaces: exact (LAPACK/cuSOLVER SVD) or randomized (Halko, Martinsson,
+/// Tropp 2011: Gaussian sketch with oversampling, power iterations with re-orthonormalisation).
+enum class SvdAlgorithm { exact, randomized };
+struct SvdOptions {
+  SvdAlgorithm algorithm = SvdAlgorithm::exact;
+  index_t oversampling = 10;
+  int power_iterations = 2;
+  std::uint64_t seed = 0x5eed;
+};
+
+/// Memory owned by a backend. Moves, never copies.
+template <typename T>
+class Buffer {
+ public:
+  using Deleter = void (*)(void*);
+  Buffer() = default;
+  Buffer(T* p, index_t n, Deleter d) : p_(p), n_(n), d_(d) {}
+  Buffer(Buffer&& o) noexcept : p_(o.p_), n_(o.n_), d_(o.d_) { o.p_ = nullptr; o.n_ = 0; }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = o.p_; n_ = o.n_; d_ = o.d_;
+      o.p_ = nullptr; o.n_ = 0;
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { reset(); }
+  T* data() const { return p_; }
+  index_t size() const { return n_; }
+  MatrixView<T> matrix(index_t rows, index_t cols, index_t offset = 0) const {
+    return MatrixView<T>(p_ + offset, rows, cols);
+  }
+  StackView<T> stack(index_t count, index_t rows, index_t cols, index_t offset = 0) const {
+    return StackView<T>(p_ + offset, count, rows, cols);
+  }
+
+ private:
+  void reset() {
+    if (p_ && d_) d_(p_);
+    p_ = nullptr;
+  }
+  T* p_ = nullptr;
+  index_t n_ = 0;
+  Deleter d_ = nullptr;
+};
+
+/// Extremes of the singular values of each matrix of a batched polar decomposition; the
+/// ratio min/max reveals (numerical) rank deficiency of the input.
+template <typename T>
+struct PolarInfo {
+  std::vector<T> sigma_min, sigma_max;
+  int max_iterations = 0;  ///< iterative backends: iterations used (0 for SVD based)
+};
+
+template <typename T>
+class Primitives {
+ public:
+  virtual ~Primitives() = default;
+  virtual Device device() const = 0;
+
+  // ---- memory
+  virtual Buffer<T> allocate(index_t n) = 0;
+  virtual void to_device(const T* host, T* dst, index_t n) = 0;
+  virtual void to_host(const T* src, T* host, index_t n) = 0;
+  virtual void copy(const T* src, T* dst, index_t n) = 0;
+  virtual void fill(T* dst, index_t n, T value) = 0;
+  /// Waits for queued work (no-op on the CPU); used before reading clocks.
+  virtual void synchronize() = 0;
+
+  // ---- BLAS level
+  /// C = alpha op(A) op(B) + beta C.
+  virtual void gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+                    MatrixView<T> C) = 0;
+  /// C_k = alpha op(A_k) op(B_k) + beta C_k; a stack with count 1 is broadcast.
+  virtual void gemm_batched(Op ta, Op tb, T alpha, StackView<const T> A, StackView<const T> B,
+                            T beta, StackView<T> C) = 0;
+  /// Solves R_k X_k = B_k in place (R_k upper triangular, square).
+  virtual void trsm_upper_batched(StackView<const T> R, StackView<T> B) = 0;
+  /// out_k = in_k^T.
+  virtual void transpose_batched(StackView<const T> in, StackView<T> out) = 0;
+  /// out = [M_1; M_2; ...; M_c] (count*rows x cols, leading dimension out.ld()).
+  virtual void vstack(StackView<const T> in, MatrixView<T> out) = 0;
+  /// Inverse of vstack.
+  virtual void unvstack(MatrixView<const T> in, StackView<T> out) = 0;
+  /// y = alpha * y (contiguous).
+  virtual void scale(T alpha, T* y, index_t n) = 0;
+
+  // ---- factorizations
+  /// G_k = orthogonal polar factor of M_k (or of M_k^T when `transposed`), via the SVD
+  /// M = U S V^T, G = U V^T. Square l x l matrices.
+  virtual PolarInfo<T> polar_batched(StackView<const T> M, bool transposed, StackView<T> G) = 0;
+  /// Thin QR of each a x l matrix: A_k is overwritten by Q_k, R_k (l x l) written to R.
+  /// Returns per matrix min_j |R_jj| / max_j |R_jj| (0 for an exactly singular R).
+  virtual std::vector<T> qr_batched(StackView<T> A, StackView<T> R) = 0;
+  /// Top-k singular triplets of W (m x n, k <= min(m, n)). U (m x k) and V (n x k) may be
+  /// empty views when not wanted; s receives k values on the host, in decreasing order.
+  virtual void svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
+                        MatrixView<T> U, MatrixView<T> V) = 0;
+  /// Least squares G_k = A_k^+ Z for every k (A_k a x l, Z a x l), through the SVD of A_k.
+  /// Returns the singular value ratio min/max of every A_k, for rank decisions.
+  virtual std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
+                                       StackView<T> G) = 0;
+  /// The k smallest eigenpairs of the symmetric-definite pencil S v = lambda B v (n x n),
+  /// normalised so that V^T B V = I. S and B are overwritten. Eigenvalues (host) ascending.
+  virtual void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
+                             MatrixView<T> V) = 0;
+
+  // ---- reductions (results on the host)
+  /// False when any of the n values is NaN or infinite.
+  virtual bool all_finite(const T* x, index_t n) = 0;
+  /// Index of the first non-finite entry of each matrix, or -1.
+  virtual std::vector<index_t> first_nonfinite_batched(StackView<const T> x) = 0;
+  /// ||G_k^T G_k - I||_F for every k.
+  virtual std::vector<T> orthogonality_errors(StackView<const T> G) = 0;
+  /// ||A_k G_k - Z||_F^2 for every k.
+  virtual std::vector<T> residuals(StackView<const T> A, StackView<const T> G,
+                                   MatrixView<const T> Z) = 0;
+};
+
+struct BackendOptions {
+  int threads = 0;           ///< CPU threads over users (0: all cores)
+  int device_id = 0;         ///< CUDA device ordinal
+  bool allow_tf32 = false;   ///< CUDA: TF32 tensor-core GEMM for float (off unless asked for)
+};
+
+/// A backend: where the data lives and who computes. Owns library handles and workspaces.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device device() const = 0;
+  /// Human-readable description (library versions, device model).
+  virtual std::string description() const = 0;
+  virtual Primitives<float>& f32() = 0;
+  virtual Primitives<double>& f64() = 0;
+  template <typename T>
+  Primitives<T>& primitives();
+};
+
+template <>
+inline Primitives<float>& Backend::primitives<float>() { return f32(); }
+template <>
+inline Primitives<double>& Backend::primitives<double>() { return f64(); }
+
+/// Creates a backend. Device::cuda throws BackendError with the reason when the CUDA backend
+/// is not compiled in or no usable GPU is present.
+std::shared_ptr<Backend> make_backend(Device device, const BackendOptions& opts = {});
+
+/// Whether make_backend(Device::cuda) can succeed here; `why` receives the reason if not.
+bool cuda_available(std::string* why = nullptr);
+
+}  // namespace dcalign

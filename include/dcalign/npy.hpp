@@ -1,0 +1,45 @@
+#pragma once
+// NumPy .npy files (format versions 1.0, 2.0 and 3.0), 2-D and 3-D, float32 or float64,
+// little-endian, C or Fortran order.
+//
+// Index convention: a 2-D array of shape (r, k) is the r x k matrix M with M(i, j) = arr[i, j].
+// A 3-D array of shape (c, r, k) is the stack whose matrix s has element (i, j) = arr[s, i, j];
+// so `A[s] @ G[s]` in NumPy is the product of matrices s of the two stacks.
+// Files are read in full and validated strictly: magic, version, header length and syntax,
+// dtype, byte order, shape (dimension count, no negative or absurd extents, element count
+// consistent with the file size). Any violation throws IoError naming the file and the problem.
+#include <string>
+
+#include "dcalign/matrix.hpp"
+
+namespace dcalign {
+
+enum class DType { float32, float64 };
+
+/// What the header of an .npy file declares.
+struct NpyHeader {
+  DType dtype = DType::float64;
+  bool fortran_order = false;
+  std::vector<index_t> shape;
+};
+
+/// Parses and validates the header only (does not read the data).
+NpyHeader read_npy_header(const std::string& path);
+
+/// Reads a 2-D array. The file's dtype is converted to T (float64 -> float rounds).
+template <typename T>
+Matrix<T> read_npy_matrix(const std::string& path);
+
+/// Reads a 3-D array of shape (count, rows, cols).
+template <typename T>
+Stack<T> read_npy_stack(const std::string& path);
+
+/// Writes a 2-D array in C order with the dtype of T (format version 1.0).
+template <typename T>
+void write_npy(const std::string& path, MatrixView<const T> m);
+
+/// Writes a 3-D array (count, rows, cols) in C order with the dtype of T.
+template <typename T>
+void write_npy(const std::string& path, StackView<const T> s);
+
+}  // namespace dcalign
