@@ -8,7 +8,7 @@ PKGS=(
   libopenblas-dev liblapack-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev zlib1g-dev
-  libsvm-dev libtorch-dev
+  libsvm-dev libtorch-dev libssl-dev
   python3 python3-numpy python3-matplotlib
 )
 
