@@ -107,6 +107,9 @@ class Primitives {
   virtual void unvstack(MatrixView<const T> in, StackView<T> out) = 0;
   /// y = alpha * y (contiguous).
   virtual void scale(T alpha, T* y, index_t n) = 0;
+  /// C = alpha A + beta B (equal shapes; C may alias A or B).
+  virtual void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
+                    MatrixView<T> C) = 0;
 
   // ---- factorizations
   /// G_k = orthogonal polar factor of M_k (or of M_k^T when `transposed`), via the SVD
@@ -138,6 +141,10 @@ class Primitives {
   /// ||A_k G_k - Z||_F^2 for every k.
   virtual std::vector<T> residuals(StackView<const T> A, StackView<const T> G,
                                    MatrixView<const T> Z) = 0;
+  /// ||A_k g_kj||^2 for every k and column j of G_k, as a c x l column-major host matrix.
+  virtual std::vector<T> product_column_norms(StackView<const T> A, StackView<const T> G) = 0;
+  /// sum of x_i^2 over n contiguous values, accumulated in double.
+  virtual double sum_squares(const T* x, index_t n) = 0;
 };
 
 struct BackendOptions {

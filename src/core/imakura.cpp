@@ -1,1 +1,52 @@
-// placeholder
+// Imakura-DC, paper 001 Algorithm 2: target Z = U R with U the top-l left singular vectors of
+// [A_1 ... A_c] (exact or randomized SVD) and R = I, a Unif[0,1) matrix, or a supplied one;
+// G_i = A_i^+ Z (least squares, eq. 27-29).
+#include <algorithm>
+
+#include "core/common.hpp"
+#include "dcalign/random.hpp"
+
+namespace dcalign::core {
+
+template <typename T>
+void run_imakura(Context<T>& ctx, MatrixView<T> target) {
+  auto& p = ctx.p;
+  const index_t a = ctx.rows(), l = ctx.dim();
+  Buffer<T> u = p.allocate(a * l);
+  MatrixView<T> U(u.data(), a, l);
+  spectral_basis(ctx, U);
+  ctx.timer.lap("svd");
+
+  Buffer<T> z;
+  MatrixView<T> Z = U;
+  if (ctx.opts.right != RightFactor::identity) {
+    Matrix<double> R;
+    if (ctx.opts.right == RightFactor::uniform) {
+      Rng rng = Rng::stream(ctx.opts.seed, 0x1AA);
+      R = random_uniform<double>(l, l, rng);
+    } else {
+      R = ctx.opts.right_matrix;
+      if (R.rows() != l || R.cols() != l)
+        throw InvalidInput("supplied right factor R is " + std::to_string(R.rows()) + " x " +
+                           std::to_string(R.cols()) + ", expected " + std::to_string(l) + " x " +
+                           std::to_string(l));
+    }
+    Buffer<T> r = upload(p, R);
+    z = p.allocate(a * l);
+    Z = MatrixView<T>(z.data(), a, l);
+    p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(U), MatrixView<const T>(r.data(), l, l),
+           T(0), Z);
+  }
+  ctx.timer.lap("target");
+
+  auto ratio = p.lstsq_batched(ctx.A, MatrixView<const T>(Z), ctx.G);
+  ctx.timer.lap("least_squares");
+  ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
+  check_rank(ratio, ctx.rank_tolerance, "A_i");
+  if (target.data()) p.copy(Z.data(), target.data(), a * l);
+}
+
+template void run_imakura<float>(Context<float>&, MatrixView<float>);
+template void run_imakura<double>(Context<double>&, MatrixView<double>);
+
+}  // namespace dcalign::core

@@ -1,1 +1,79 @@
-// placeholder
+// Kawakami-DC. Problem (47) of paper 001: minimise sum_{i,j} ||A_i g_ik - A_j g_jk||^2 subject to
+// sum_i ||A_i g_ik||^2 = 1 for every column k.
+//
+// qr_svd (Alg. 3): A_i = Q_i R_i; the top-l right singular vectors of W_Q = [Q_1 ... Q_c] give
+//   blocks g^_ik, and G_i = R_i^{-1} [g^_i1 ... g^_il].
+// eigen (papers 000/003/004): S v = lambda B v with S_ii = 2(c-1) A_i^T A_i, S_ij = -2 A_i^T A_j
+//   and B = blkdiag(A_i^T A_i), the l smallest eigenpairs, normalised v^T B v = 1. Writing
+//   K = W^T W, S = 2c B - 2K, so S v = lambda B v <=> K v = (c - lambda/2) B v: the same
+//   subspace as the QR-SVD form, which is why both agree up to column signs.
+#include <algorithm>
+#include <cmath>
+
+#include "core/common.hpp"
+
+namespace dcalign::core {
+namespace {
+
+template <typename T>
+void kawakami_qr_svd(Context<T>& ctx) {
+  auto& p = ctx.p;
+  const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.users();
+  Buffer<T> q = p.allocate(a * l * c);
+  Buffer<T> r = p.allocate(l * l * c);
+  p.copy(ctx.A.data(), q.data(), a * l * c);
+  StackView<T> Q(q.data(), c, a, l), R(r.data(), c, l, l);
+  auto ratio = p.qr_batched(Q, R);
+  ctx.timer.lap("qr");
+  ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
+  check_rank(ratio, ctx.rank_tolerance, "A_i (min |R_jj| / max |R_jj| of its QR factor)");
+
+  Buffer<T> v = p.allocate(c * l * l);
+  std::vector<T> s(static_cast<size_t>(l));
+  MatrixView<T> V(v.data(), c * l, l);
+  p.svd_topk(StackView<const T>(Q).concatenated(), l, ctx.opts.svd, s.data(), MatrixView<T>(), V);
+  ctx.timer.lap("svd");
+
+  p.unvstack(MatrixView<const T>(V), ctx.G);
+  p.trsm_upper_batched(StackView<const T>(R), ctx.G);
+  ctx.timer.lap("back_substitution");
+}
+
+template <typename T>
+void kawakami_eigen(Context<T>& ctx) {
+  auto& p = ctx.p;
+  const index_t l = ctx.dim(), c = ctx.users(), n = c * l;
+  Buffer<T> s = p.allocate(n * n), b = p.allocate(n * n);
+  MatrixView<T> S(s.data(), n, n), B(b.data(), n, n);
+  const auto W = ctx.A.concatenated();
+  // S = -2 K, then the diagonal blocks get + 2c K_ii and B = blkdiag(K_ii).
+  p.gemm(Op::trans, Op::none, T(-2), W, W, T(0), S);
+  p.fill(b.data(), n * n, T(0));
+  for (index_t i = 0; i < c; ++i) {
+    MatrixView<T> Sii = S.rows_range(i * l, l).cols_range(i * l, l);
+    MatrixView<T> Bii = B.rows_range(i * l, l).cols_range(i * l, l);
+    p.geam(T(-0.5), MatrixView<const T>(Sii), T(0), MatrixView<const T>(Sii), Bii);
+    p.geam(T(1), MatrixView<const T>(Sii), T(2 * c), MatrixView<const T>(Bii), Sii);
+  }
+  ctx.timer.lap("gram");
+  Buffer<T> v = p.allocate(n * l);
+  std::vector<T> evals(static_cast<size_t>(l));
+  p.sygv_smallest(S, B, l, evals.data(), MatrixView<T>(v.data(), n, l));
+  ctx.timer.lap("eigensolver");
+  p.unvstack(MatrixView<const T>(v.data(), n, l), ctx.G);
+}
+
+}  // namespace
+
+template <typename T>
+void run_kawakami(Context<T>& ctx) {
+  if (ctx.opts.kawakami_form == KawakamiForm::eigen)
+    kawakami_eigen(ctx);
+  else
+    kawakami_qr_svd(ctx);
+}
+
+template void run_kawakami<float>(Context<float>&);
+template void run_kawakami<double>(Context<double>&);
+
+}  // namespace dcalign::core

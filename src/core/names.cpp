@@ -1,1 +1,114 @@
-// placeholder
+// String names of enumerations, shared by the CLI, configs and reports.
+#include <algorithm>
+#include <cctype>
+#include <string>
+
+#include "dcalign/align.hpp"
+#include "dcalign/backend.hpp"
+#include "dcalign/user.hpp"
+
+namespace dcalign {
+namespace {
+
+std::string normalise(std::string s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '-' || ch == '_' || ch == ' ') continue;
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  }
+  return out;
+}
+
+[[noreturn]] void unknown(const char* what, const std::string& name, const char* expected) {
+  throw InvalidInput(std::string("unknown ") + what + " '" + name + "'; expected one of: " +
+                     expected);
+}
+
+}  // namespace
+
+std::string to_string(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+Device parse_device(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "cpu") return Device::cpu;
+  if (n == "cuda" || n == "gpu") return Device::cuda;
+  unknown("device", name, "cpu, cuda");
+}
+
+std::string to_string(Method m) {
+  switch (m) {
+    case Method::odc: return "odc";
+    case Method::imakura: return "imakura";
+    case Method::kawakami: return "kawakami";
+    case Method::gopp: return "gopp";
+  }
+  return "?";
+}
+Method parse_method(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "odc") return Method::odc;
+  if (n == "imakura" || n == "imakuradc") return Method::imakura;
+  if (n == "kawakami" || n == "kawakamidc") return Method::kawakami;
+  if (n == "gopp" || n == "odcgopp") return Method::gopp;
+  unknown("alignment method", name, "odc, imakura, kawakami, gopp");
+}
+
+TargetRotation parse_target_rotation(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "haar" || n == "random") return TargetRotation::haar;
+  if (n == "identity") return TargetRotation::identity;
+  if (n == "supplied") return TargetRotation::supplied;
+  unknown("target rotation", name, "haar, identity, supplied");
+}
+RightFactor parse_right_factor(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "identity") return RightFactor::identity;
+  if (n == "uniform" || n == "random") return RightFactor::uniform;
+  if (n == "supplied") return RightFactor::supplied;
+  unknown("right factor", name, "identity, uniform, supplied");
+}
+KawakamiForm parse_kawakami_form(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "qrsvd" || n == "qr") return KawakamiForm::qr_svd;
+  if (n == "eigen" || n == "gep") return KawakamiForm::eigen;
+  unknown("Kawakami-DC form", name, "qr-svd, eigen");
+}
+GoppInit parse_gopp_init(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "spectral" || n == "u") return GoppInit::spectral;
+  if (n == "odc") return GoppInit::odc;
+  unknown("GOPP start", name, "spectral, odc");
+}
+
+AnchorKind parse_anchor_kind(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "uniform") return AnchorKind::uniform;
+  if (n == "normal" || n == "gaussian") return AnchorKind::normal;
+  unknown("anchor kind", name, "uniform, normal");
+}
+std::string to_string(AnchorKind k) { return k == AnchorKind::uniform ? "uniform" : "normal"; }
+
+SpanCondition parse_condition(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "samespanorth") return SpanCondition::same_span_orth;
+  if (n == "samespan") return SpanCondition::same_span;
+  if (n == "diffspanorth") return SpanCondition::diff_span_orth;
+  if (n == "diffspan") return SpanCondition::diff_span;
+  unknown("secret-basis condition", name, "SameSpan-Orth, SameSpan, DiffSpan-Orth, DiffSpan");
+}
+std::string to_string(SpanCondition c) {
+  switch (c) {
+    case SpanCondition::same_span_orth: return "SameSpan-Orth";
+    case SpanCondition::same_span: return "SameSpan";
+    case SpanCondition::diff_span_orth: return "DiffSpan-Orth";
+    case SpanCondition::diff_span: return "DiffSpan";
+  }
+  return "?";
+}
+bool shares_span(SpanCondition c) {
+  return c == SpanCondition::same_span_orth || c == SpanCondition::same_span;
+}
+bool orthonormal_mixing(SpanCondition c) {
+  return c == SpanCondition::same_span_orth || c == SpanCondition::diff_span_orth;
+}
+
+}  // namespace dcalign

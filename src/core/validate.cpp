@@ -1,1 +1,121 @@
-// placeholder
+// Input checks shared by all methods, and small helpers used by several of them.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "core/common.hpp"
+#include "dcalign/random.hpp"
+
+namespace dcalign {
+
+template <typename T>
+void validate_anchors(Primitives<T>& p, StackView<const T> A, const AlignOptions& opts) {
+  if (A.count() < 1)
+    throw InvalidInput("no users: the anchor stack is empty (expected c >= 1 matrices A_i)");
+  if (A.rows() < 1 || A.cols() < 1)
+    throw InvalidInput("anchor representations are " + std::to_string(A.rows()) + " x " +
+                       std::to_string(A.cols()) + "; expected a >= 1 rows and l >= 1 columns");
+  if (A.cols() > A.rows())
+    throw InvalidInput("dimension l = " + std::to_string(A.cols()) + " exceeds the anchor rows a = " +
+                       std::to_string(A.rows()) +
+                       ": each A_i (a x l) must have full column rank, which needs l <= a");
+  if (opts.reference_user < 0 || opts.reference_user >= A.count())
+    throw InvalidInput("reference user " + std::to_string(opts.reference_user) +
+                       " out of range: there are " + std::to_string(A.count()) + " users (0-based)");
+  const auto bad = p.first_nonfinite_batched(A);
+  for (index_t k = 0; k < A.count(); ++k)
+    if (bad[k] >= 0) {
+      const index_t i = bad[k] % A.rows(), j = bad[k] / A.rows();
+      throw InvalidInput("user " + std::to_string(k) + ": anchor representation A_" +
+                         std::to_string(k) + " has a non-finite value (NaN or Inf) at row " +
+                         std::to_string(i) + ", column " + std::to_string(j) +
+                         "; every entry must be finite");
+    }
+}
+
+namespace core {
+
+template <typename T>
+Buffer<T> upload(Primitives<T>& p, const Matrix<double>& m) {
+  std::vector<T> host(m.values().begin(), m.values().end());
+  Buffer<T> b = p.allocate(m.size());
+  p.to_device(host.data(), b.data(), m.size());
+  return b;
+}
+
+Matrix<double> target_rotation(const AlignOptions& opts, index_t l) {
+  switch (opts.rotation) {
+    case TargetRotation::identity:
+      return Matrix<double>::identity(l);
+    case TargetRotation::haar: {
+      Rng rng = Rng::stream(opts.seed, 0x0DC);
+      return random_orthogonal<double>(l, rng);
+    }
+    case TargetRotation::supplied: {
+      const auto& O = opts.rotation_matrix;
+      if (O.rows() != l || O.cols() != l)
+        throw InvalidInput("supplied target rotation O is " + std::to_string(O.rows()) + " x " +
+                           std::to_string(O.cols()) + ", expected " + std::to_string(l) + " x " +
+                           std::to_string(l));
+      // O must be orthogonal for Theorem 5.3; 1e-6 admits matrices stored in float.
+      double err = 0;
+      for (index_t j = 0; j < l; ++j)
+        for (index_t i = 0; i < l; ++i) {
+          double s = 0;
+          for (index_t k = 0; k < l; ++k) s += O(k, i) * O(k, j);
+          err = std::max(err, std::abs(s - (i == j ? 1.0 : 0.0)));
+        }
+      if (!(err <= 1e-6))
+        throw InvalidInput("supplied target rotation O is not orthogonal: max |O^T O - I| = " +
+                           std::to_string(err) + " (tolerance 1e-6)");
+      return O;
+    }
+  }
+  return Matrix<double>::identity(l);
+}
+
+template <typename T>
+void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what) {
+  for (size_t k = 0; k < ratio.size(); ++k)
+    if (!(static_cast<double>(ratio[k]) > tolerance)) {
+      std::ostringstream os;
+      os << "user " << k << ": " << what << " is numerically rank deficient (sigma_min/sigma_max = "
+         << static_cast<double>(ratio[k]) << ", tolerance " << tolerance
+         << "); every A_i must have full column rank l";
+      throw InvalidInput(os.str());
+    }
+}
+
+template <typename T>
+void spectral_basis(Context<T>& ctx, MatrixView<T> U) {
+  std::vector<T> s(static_cast<size_t>(ctx.dim()));
+  ctx.p.svd_topk(ctx.A.concatenated(), ctx.dim(), ctx.opts.svd, s.data(), U, MatrixView<T>());
+  if (!(s.back() > T(0)))
+    throw InvalidInput("the concatenated anchor [A_1 ... A_c] has rank below l = " +
+                       std::to_string(ctx.dim()) + "; no l-dimensional target exists");
+}
+
+template <typename T>
+PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch) {
+  const index_t l = ctx.dim(), c = ctx.users();
+  MatrixView<T> Mt(scratch, l, c * l);
+  ctx.p.gemm(Op::trans, Op::none, T(1), Z, ctx.A.concatenated(), T(0), Mt);
+  return ctx.p.polar_batched(StackView<const T>(scratch, c, l, l), /*transposed=*/true, ctx.G);
+}
+
+#define DCALIGN_INSTANTIATE_COMMON(T)                                                   \
+  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);                  \
+  template void check_rank<T>(const std::vector<T>&, double, const std::string&);       \
+  template void spectral_basis<T>(Context<T>&, MatrixView<T>);                          \
+  template PolarInfo<T> procrustes_step<T>(Context<T>&, MatrixView<const T>, T*);
+DCALIGN_INSTANTIATE_COMMON(float)
+DCALIGN_INSTANTIATE_COMMON(double)
+
+}  // namespace core
+
+template void validate_anchors<float>(Primitives<float>&, StackView<const float>,
+                                      const AlignOptions&);
+template void validate_anchors<double>(Primitives<double>&, StackView<const double>,
+                                       const AlignOptions&);
+
+}  // namespace dcalign

@@ -1,1 +1,469 @@
-// placeholder
+// CPU backend: the primitives on BLAS/LAPACK (OpenBLAS). Large products use BLAS threads;
+// loops of small per-user factorisations run in parallel over users with OpenMP while BLAS is
+// held to one thread (BlasThreads), which is where the CPU's cores pay off for c >> 1.
+#include "cpu/cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "cpu/lapack.hpp"
+#include "dcalign/random.hpp"
+
+namespace dcalign::cpu {
+namespace {
+
+template <typename T>
+void host_free(void* p) {
+  delete[] static_cast<T*>(p);
+}
+
+lapack_int li(index_t v) {
+  if (v > std::numeric_limits<lapack_int>::max())
+    throw InvalidInput("dimension " + std::to_string(v) +
+                       " exceeds the 32-bit LAPACK integer range");
+  return static_cast<lapack_int>(v);
+}
+
+template <typename T>
+lapack_int gesdd_lwork(lapack_int m, lapack_int n) {
+  T query = 0;
+  T dummy = 0;
+  lapack_int idummy = 0;
+  check_info(gesdd(m, n, &dummy, std::max(1, m), &dummy, &dummy, std::max(1, m), &dummy,
+                   std::max(1, std::min(m, n)), &query, -1, &idummy),
+             "gesdd (workspace query)");
+  return static_cast<lapack_int>(query) + 1;
+}
+
+template <typename T>
+lapack_int qr_lwork(lapack_int m, lapack_int n) {
+  T q1 = 0, q2 = 0, dummy = 0;
+  check_info(geqrf(m, n, &dummy, std::max(1, m), &dummy, &q1, -1), "geqrf (workspace query)");
+  check_info(orgqr(m, n, n, &dummy, std::max(1, m), &dummy, &q2, -1), "orgqr (workspace query)");
+  return static_cast<lapack_int>(std::max(q1, q2)) + 1;
+}
+
+// Thin SVD of an m x n matrix held in `a` (destroyed), U m x p, VT p x n, p = min(m, n).
+template <typename T>
+struct SvdWorkspace {
+  std::vector<T> a, s, u, vt, work;
+  std::vector<lapack_int> iwork;
+  lapack_int m = 0, n = 0, p = 0;
+  SvdWorkspace(lapack_int m_, lapack_int n_) : m(m_), n(n_), p(std::min(m_, n_)) {
+    a.resize(static_cast<size_t>(m) * n);
+    s.resize(p);
+    u.resize(static_cast<size_t>(m) * p);
+    vt.resize(static_cast<size_t>(p) * n);
+    work.resize(gesdd_lwork<T>(m, n));
+    iwork.resize(8 * static_cast<size_t>(p));
+  }
+  void run() {
+    check_info(gesdd(m, n, a.data(), m, s.data(), u.data(), m, vt.data(), p, work.data(),
+                     static_cast<lapack_int>(work.size()), iwork.data()),
+               "gesdd");
+  }
+};
+
+template <typename T>
+void copy_in(MatrixView<const T> src, T* dst) {
+  for (index_t j = 0; j < src.cols(); ++j)
+    std::memcpy(dst + j * src.rows(), src.data() + j * src.ld(), sizeof(T) * src.rows());
+}
+
+// Orthonormal basis of the columns of Y (m x s, s <= m), overwriting Y.
+template <typename T>
+void orthonormalise(std::vector<T>& y, lapack_int m, lapack_int s) {
+  std::vector<T> tau(s), work(qr_lwork<T>(m, s));
+  check_info(geqrf(m, s, y.data(), m, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+             "geqrf");
+  check_info(orgqr(m, s, s, y.data(), m, tau.data(), work.data(),
+                   static_cast<lapack_int>(work.size())),
+             "orgqr");
+}
+
+}  // namespace
+
+template <typename T>
+CpuPrimitives<T>::CpuPrimitives(int threads)
+    : threads_(threads > 0 ? threads : omp_get_max_threads()) {}
+
+template <typename T>
+Buffer<T> CpuPrimitives<T>::allocate(index_t n) {
+  if (n < 0) throw InvalidInput("allocate: negative size");
+  T* p = new T[static_cast<size_t>(std::max<index_t>(n, 1))];
+  return Buffer<T>(p, n, &host_free<T>);
+}
+
+template <typename T>
+void CpuPrimitives<T>::to_device(const T* host, T* dst, index_t n) {
+  if (n > 0 && host != dst) std::memcpy(dst, host, sizeof(T) * n);
+}
+template <typename T>
+void CpuPrimitives<T>::to_host(const T* src, T* host, index_t n) {
+  if (n > 0 && host != src) std::memcpy(host, src, sizeof(T) * n);
+}
+template <typename T>
+void CpuPrimitives<T>::copy(const T* src, T* dst, index_t n) {
+  if (n > 0 && src != dst) std::memmove(dst, src, sizeof(T) * n);
+}
+template <typename T>
+void CpuPrimitives<T>::fill(T* dst, index_t n, T value) {
+  std::fill(dst, dst + n, value);
+}
+
+template <typename T>
+void CpuPrimitives<T>::gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView<const T> B,
+                            T beta, MatrixView<T> C) {
+  const bool at = ta == Op::trans, bt = tb == Op::trans;
+  const index_t m = at ? A.cols() : A.rows(), k = at ? A.rows() : A.cols();
+  const index_t kb = bt ? B.cols() : B.rows(), n = bt ? B.rows() : B.cols();
+  if (k != kb || C.rows() != m || C.cols() != n)
+    throw InvalidInput("gemm: inner or outer dimensions do not match (internal error)");
+  if (m == 0 || n == 0) return;
+  cpu::gemm(at, bt, li(m), li(n), li(k), alpha, A.data(), li(std::max<index_t>(A.ld(), 1)),
+            B.data(), li(std::max<index_t>(B.ld(), 1)), beta, C.data(),
+            li(std::max<index_t>(C.ld(), 1)));
+}
+
+template <typename T>
+void CpuPrimitives<T>::gemm_batched(Op ta, Op tb, T alpha, StackView<const T> A,
+                                    StackView<const T> B, T beta, StackView<T> C) {
+  const index_t count = C.count();
+  if ((A.count() != count && A.count() != 1) || (B.count() != count && B.count() != 1))
+    throw InvalidInput("gemm_batched: batch counts do not match (internal error)");
+  BlasThreads one(1);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < count; ++k)
+    gemm(ta, tb, alpha, A[A.count() == 1 ? 0 : k], B[B.count() == 1 ? 0 : k], beta, C[k]);
+}
+
+template <typename T>
+void CpuPrimitives<T>::trsm_upper_batched(StackView<const T> R, StackView<T> B) {
+  BlasThreads one(1);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < B.count(); ++k)
+    trsm_left_upper(li(B.rows()), li(B.cols()), R[k].data(), li(R.rows()), B[k].data(),
+                    li(B.rows()));
+}
+
+template <typename T>
+void CpuPrimitives<T>::transpose_batched(StackView<const T> in, StackView<T> out) {
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < in.count(); ++k) {
+    auto a = in[k];
+    auto b = out[k];
+    for (index_t j = 0; j < a.cols(); ++j)
+      for (index_t i = 0; i < a.rows(); ++i) b(j, i) = a(i, j);
+  }
+}
+
+template <typename T>
+void CpuPrimitives<T>::vstack(StackView<const T> in, MatrixView<T> out) {
+  for (index_t k = 0; k < in.count(); ++k) {
+    auto m = in[k];
+    for (index_t j = 0; j < m.cols(); ++j)
+      std::memcpy(&out(k * in.rows(), j), &m(0, j), sizeof(T) * in.rows());
+  }
+}
+
+template <typename T>
+void CpuPrimitives<T>::unvstack(MatrixView<const T> in, StackView<T> out) {
+  for (index_t k = 0; k < out.count(); ++k) {
+    auto m = out[k];
+    for (index_t j = 0; j < m.cols(); ++j)
+      std::memcpy(&m(0, j), &in(k * out.rows(), j), sizeof(T) * out.rows());
+  }
+}
+
+template <typename T>
+void CpuPrimitives<T>::scale(T alpha, T* y, index_t n) {
+  for (index_t i = 0; i < n; ++i) y[i] *= alpha;
+}
+
+template <typename T>
+void CpuPrimitives<T>::geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
+                            MatrixView<T> C) {
+  for (index_t j = 0; j < C.cols(); ++j)
+    for (index_t i = 0; i < C.rows(); ++i) C(i, j) = alpha * A(i, j) + beta * B(i, j);
+}
+
+template <typename T>
+PolarInfo<T> CpuPrimitives<T>::polar_batched(StackView<const T> M, bool transposed,
+                                             StackView<T> G) {
+  const index_t count = M.count();
+  const lapack_int l = li(M.rows());
+  if (M.rows() != M.cols()) throw InvalidInput("polar_batched: square matrices expected");
+  PolarInfo<T> info;
+  info.sigma_min.assign(static_cast<size_t>(count), T(0));
+  info.sigma_max.assign(static_cast<size_t>(count), T(0));
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    SvdWorkspace<T> ws(l, l);
+#pragma omp for schedule(dynamic, 4)
+    for (index_t k = 0; k < count; ++k) {
+      std::memcpy(ws.a.data(), M[k].data(), sizeof(T) * l * l);
+      ws.run();
+      // X = U S V^T. Not transposed: G = U V^T. Transposed (X = M^T): M = V S U^T, so the
+      // polar factor of M is V U^T = (V^T)^T U^T.
+      if (!transposed)
+        cpu::gemm(false, false, l, l, l, T(1), ws.u.data(), l, ws.vt.data(), l, T(0),
+                  G[k].data(), l);
+      else
+        cpu::gemm(true, true, l, l, l, T(1), ws.vt.data(), l, ws.u.data(), l, T(0), G[k].data(),
+                  l);
+      info.sigma_max[k] = ws.s[0];
+      info.sigma_min[k] = ws.s[l - 1];
+    }
+  }
+  return info;
+}
+
+template <typename T>
+std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
+  const index_t count = A.count();
+  const lapack_int a = li(A.rows()), l = li(A.cols());
+  std::vector<T> ratio(static_cast<size_t>(count), T(0));
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<T> tau(l), work(qr_lwork<T>(a, l));
+#pragma omp for schedule(dynamic, 2)
+    for (index_t k = 0; k < count; ++k) {
+      T* q = A[k].data();
+      check_info(geqrf(a, l, q, a, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+                 "geqrf");
+      auto r = R[k];
+      T dmin = std::numeric_limits<T>::infinity(), dmax = 0;
+      for (lapack_int j = 0; j < l; ++j) {
+        for (lapack_int i = 0; i < l; ++i) r(i, j) = i <= j ? q[i + j * a] : T(0);
+        dmin = std::min(dmin, std::abs(r(j, j)));
+        dmax = std::max(dmax, std::abs(r(j, j)));
+      }
+      ratio[k] = dmax > 0 ? dmin / dmax : T(0);
+      check_info(orgqr(a, l, l, q, a, tau.data(), work.data(),
+                       static_cast<lapack_int>(work.size())),
+                 "orgqr");
+    }
+  }
+  return ratio;
+}
+
+template <typename T>
+void CpuPrimitives<T>::svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
+                                MatrixView<T> U, MatrixView<T> V) {
+  const lapack_int m = li(W.rows()), n = li(W.cols());
+  const lapack_int p = std::min(m, n);
+  if (k < 1 || k > p) throw InvalidInput("svd_topk: k out of range (internal error)");
+  const bool want_u = U.data() != nullptr, want_v = V.data() != nullptr;
+  lapack_int width = p;  // columns of the subspace that is decomposed exactly
+  if (opts.algorithm == SvdAlgorithm::randomized)
+    width = static_cast<lapack_int>(std::min<index_t>(p, k + std::max<index_t>(opts.oversampling, 0)));
+  if (opts.algorithm == SvdAlgorithm::exact || width >= p) {
+    SvdWorkspace<T> ws(m, n);
+    copy_in(W, ws.a.data());
+    ws.run();
+    for (index_t j = 0; j < k; ++j) {
+      s[j] = ws.s[j];
+      if (want_u) std::memcpy(&U(0, j), ws.u.data() + j * m, sizeof(T) * m);
+      if (want_v)
+        for (lapack_int i = 0; i < n; ++i) V(i, j) = ws.vt[j + static_cast<size_t>(i) * p];
+    }
+    return;
+  }
+  // Randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4): Y = W Omega, then q
+  // power iterations Y = W (W^T Q), each followed by re-orthonormalisation for stability.
+  Rng rng(opts.seed);
+  std::vector<T> omega(static_cast<size_t>(n) * width);
+  for (auto& v : omega) v = static_cast<T>(rng.normal());
+  std::vector<T> q(static_cast<size_t>(m) * width), z(static_cast<size_t>(n) * width);
+  MatrixView<T> Q(q.data(), m, width), Z(z.data(), n, width);
+  gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(omega.data(), n, width), T(0), Q);
+  orthonormalise(q, m, width);
+  for (int it = 0; it < opts.power_iterations; ++it) {
+    gemm(Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0), Z);
+    orthonormalise(z, n, width);
+    gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(Z), T(0), Q);
+    orthonormalise(q, m, width);
+  }
+  // B = Q^T W (width x n); its SVD B = Ub S Vt gives W ~ (Q Ub) S Vt.
+  SvdWorkspace<T> ws(width, n);
+  gemm(Op::trans, Op::none, T(1), MatrixView<const T>(Q), W, T(0),
+       MatrixView<T>(ws.a.data(), width, n));
+  ws.run();
+  for (index_t j = 0; j < k; ++j) s[j] = ws.s[j];
+  if (want_u)
+    gemm(Op::none, Op::none, T(1), MatrixView<const T>(Q),
+         MatrixView<const T>(ws.u.data(), width, k, width), T(0), U);
+  if (want_v)
+    for (index_t j = 0; j < k; ++j)
+      for (lapack_int i = 0; i < n; ++i) V(i, j) = ws.vt[j + static_cast<size_t>(i) * width];
+}
+
+template <typename T>
+std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
+                                               StackView<T> G) {
+  const index_t count = A.count();
+  const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(Z.cols());
+  std::vector<T> ratio(static_cast<size_t>(count), T(0));
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    SvdWorkspace<T> ws(a, l);
+    std::vector<T> utz(static_cast<size_t>(l) * nz);
+#pragma omp for schedule(dynamic, 2)
+    for (index_t k = 0; k < count; ++k) {
+      std::memcpy(ws.a.data(), A[k].data(), sizeof(T) * a * l);
+      ws.run();
+      // A = U S V^T  =>  A^+ Z = V S^{-1} U^T Z. Columns of S^{-1} U^T Z with s_j = 0 are
+      // zeroed (minimum-norm solution); the caller rejects rank-deficient users anyway.
+      cpu::gemm(true, false, l, nz, a, T(1), ws.u.data(), a, Z.data(), li(Z.ld()), T(0),
+                utz.data(), l);
+      for (lapack_int i = 0; i < l; ++i) {
+        const T inv = ws.s[i] > 0 ? T(1) / ws.s[i] : T(0);
+        for (lapack_int j = 0; j < nz; ++j) utz[i + static_cast<size_t>(j) * l] *= inv;
+      }
+      cpu::gemm(true, false, l, nz, l, T(1), ws.vt.data(), l, utz.data(), l, T(0), G[k].data(), l);
+      ratio[k] = ws.s[0] > 0 ? ws.s[l - 1] / ws.s[0] : T(0);
+    }
+  }
+  return ratio;
+}
+
+template <typename T>
+void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
+                                     MatrixView<T> V) {
+  const lapack_int n = li(S.rows());
+  lapack_int found = 0;
+  std::vector<T> w(n);
+  std::vector<lapack_int> iwork(5 * static_cast<size_t>(n)), ifail(n);
+  T query = 0;
+  check_info(sygvx(n, S.data(), li(S.ld()), B.data(), li(B.ld()), 1, li(k), &found, w.data(),
+                   V.data(), li(V.ld()), &query, -1, iwork.data(), ifail.data()),
+             "sygvx (workspace query)");
+  std::vector<T> work(static_cast<size_t>(query) + 1);
+  const lapack_int info = sygvx(n, S.data(), li(S.ld()), B.data(), li(B.ld()), 1, li(k), &found,
+                                w.data(), V.data(), li(V.ld()), work.data(),
+                                static_cast<lapack_int>(work.size()), iwork.data(), ifail.data());
+  if (info > n)
+    throw InvalidInput("generalized eigenproblem: the block-diagonal Gram matrix is not positive "
+                       "definite (leading minor " + std::to_string(info - n) +
+                       "); some A_i is rank deficient");
+  check_info(info, "sygvx");
+  for (index_t j = 0; j < k; ++j) evals[j] = w[j];
+}
+
+template <typename T>
+bool CpuPrimitives<T>::all_finite(const T* x, index_t n) {
+  bool ok = true;
+#pragma omp parallel for reduction(&& : ok) schedule(static) num_threads(threads_)
+  for (index_t i = 0; i < n; ++i) ok = ok && std::isfinite(x[i]);
+  return ok;
+}
+
+template <typename T>
+std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T> x) {
+  std::vector<index_t> first(static_cast<size_t>(x.count()), -1);
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < x.count(); ++k) {
+    const T* p = x[k].data();
+    for (index_t i = 0; i < x.stride(); ++i)
+      if (!std::isfinite(p[i])) {
+        first[k] = i;
+        break;
+      }
+  }
+  return first;
+}
+
+template <typename T>
+std::vector<T> CpuPrimitives<T>::orthogonality_errors(StackView<const T> G) {
+  const lapack_int l = li(G.rows());
+  std::vector<T> err(static_cast<size_t>(G.count()), T(0));
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<T> gtg(static_cast<size_t>(l) * l);
+#pragma omp for schedule(static)
+    for (index_t k = 0; k < G.count(); ++k) {
+      cpu::gemm(true, false, l, l, l, T(1), G[k].data(), l, G[k].data(), l, T(0), gtg.data(), l);
+      double s = 0;
+      for (lapack_int j = 0; j < l; ++j)
+        for (lapack_int i = 0; i < l; ++i) {
+          const double d = gtg[i + static_cast<size_t>(j) * l] - (i == j ? 1.0 : 0.0);
+          s += d * d;
+        }
+      err[k] = static_cast<T>(std::sqrt(s));
+    }
+  }
+  return err;
+}
+
+template <typename T>
+std::vector<T> CpuPrimitives<T>::residuals(StackView<const T> A, StackView<const T> G,
+                                           MatrixView<const T> Z) {
+  const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(G.cols());
+  std::vector<T> res(static_cast<size_t>(A.count()), T(0));
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<T> y(static_cast<size_t>(a) * nz);
+#pragma omp for schedule(static)
+    for (index_t k = 0; k < A.count(); ++k) {
+      cpu::gemm(false, false, a, nz, l, T(1), A[k].data(), a, G[k].data(), l, T(0), y.data(), a);
+      double s = 0;
+      for (lapack_int j = 0; j < nz; ++j)
+        for (lapack_int i = 0; i < a; ++i) {
+          const double d = static_cast<double>(y[i + static_cast<size_t>(j) * a]) - Z(i, j);
+          s += d * d;
+        }
+      res[k] = static_cast<T>(s);
+    }
+  }
+  return res;
+}
+
+template <typename T>
+std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A,
+                                                      StackView<const T> G) {
+  const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(G.cols());
+  const index_t count = A.count();
+  std::vector<T> out(static_cast<size_t>(count * nz), T(0));
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<T> y(static_cast<size_t>(a) * nz);
+#pragma omp for schedule(static)
+    for (index_t k = 0; k < count; ++k) {
+      cpu::gemm(false, false, a, nz, l, T(1), A[k].data(), a, G[k].data(), l, T(0), y.data(), a);
+      for (lapack_int j = 0; j < nz; ++j) {
+        double s = 0;
+        for (lapack_int i = 0; i < a; ++i) {
+          const double v = y[i + static_cast<size_t>(j) * a];
+          s += v * v;
+        }
+        out[k + j * count] = static_cast<T>(s);
+      }
+    }
+  }
+  return out;
+}
+
+template <typename T>
+double CpuPrimitives<T>::sum_squares(const T* x, index_t n) {
+  double s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(threads_)
+  for (index_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+  return s;
+}
+
+template class CpuPrimitives<float>;
+template class CpuPrimitives<double>;
+
+}  // namespace dcalign::cpu

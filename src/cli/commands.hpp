@@ -1,0 +1,42 @@
+#pragma once
+// Subcommands of the dcalign CLI. Each add_* registers its options and a callback that runs
+// the command; errors propagate as dcalign::Error to main(), which reports them.
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace dcalign::cli {
+
+struct AlignArgs {
+  std::string method = "odc";
+  std::string anchors, out, report, target_out, target_in, rotation_in;
+  std::uint64_t seed = 0;
+  std::string target_rotation = "haar";
+  std::string right = "identity";
+  std::string device = "cpu";
+  std::string precision = "float64";
+  std::string svd = "exact";
+  std::string kawakami_form = "qr-svd";
+  std::string gopp_init = "spectral";
+  long long reference_user = 0;
+  long long oversampling = 10;
+  int power_iterations = 2;
+  double gopp_tolerance = 1e-10;
+  long long gopp_max_iterations = 200;
+  int threads = 0;
+  bool no_evaluate = false;
+};
+void add_align_command(CLI::App& app, AlignArgs& args);
+
+struct DemoArgs {
+  std::uint64_t seed = 1;
+  long long users = 5, samples = 200, features = 64, dim = 8, anchor_rows = 500;
+  std::string device = "cpu";
+};
+void add_demo_command(CLI::App& app, DemoArgs& args);
+
+/// Commands contributed by other layers (experiments, benchmarks) when they are built.
+void add_extra_commands(CLI::App& app);
+
+}  // namespace dcalign::cli

@@ -1,0 +1,76 @@
+#pragma once
+// Internal pieces shared by the alignment methods. Everything here is written on Primitives<T>,
+// so it runs on every backend.
+#include <chrono>
+#include <limits>
+#include <string>
+
+#include "dcalign/align.hpp"
+
+namespace dcalign::core {
+
+/// Wall-clock phases; synchronises the backend before reading the clock so that GPU work is
+/// attributed to the phase that queued it.
+template <typename T>
+class PhaseTimer {
+ public:
+  PhaseTimer(Primitives<T>& p, AlignReport& r) : p_(p), r_(r), t0_(now()) {}
+  void lap(const std::string& phase) {
+    p_.synchronize();
+    const auto t = now();
+    r_.add_phase(phase, std::chrono::duration<double>(t - t0_).count());
+    t0_ = t;
+  }
+
+ private:
+  static std::chrono::steady_clock::time_point now() { return std::chrono::steady_clock::now(); }
+  Primitives<T>& p_;
+  AlignReport& r_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+/// Everything a method needs. `G` and `target` live in backend memory; `target` may be empty.
+template <typename T>
+struct Context {
+  Primitives<T>& p;
+  StackView<const T> A;  ///< c x (a x l); also the concatenation W = [A_1 ... A_c]
+  StackView<T> G;        ///< c x (l x l) output
+  const AlignOptions& opts;
+  AlignReport& report;
+  PhaseTimer<T>& timer;
+  double rank_tolerance;
+  index_t users() const { return A.count(); }
+  index_t rows() const { return A.rows(); }
+  index_t dim() const { return A.cols(); }
+};
+
+/// Copies a host double matrix into new backend memory as T.
+template <typename T>
+Buffer<T> upload(Primitives<T>& p, const Matrix<double>& m);
+
+/// ODC's right factor O (l x l) as chosen by the options (on the host).
+Matrix<double> target_rotation(const AlignOptions& opts, index_t l);
+
+/// Throws InvalidInput naming the first user whose ratio is at or below the tolerance.
+template <typename T>
+void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what);
+
+/// Top-l left singular vectors U of W = [A_1 ... A_c] into U (a x l, backend memory).
+template <typename T>
+void spectral_basis(Context<T>& ctx, MatrixView<T> U);
+
+/// G_i = polar(A_i^T Z) for every user, as one product Z^T W (l x c*l, whose blocks are the
+/// M_i^T) followed by one batched polar step. `scratch` holds c*l*l values.
+template <typename T>
+PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch);
+
+template <typename T>
+void run_odc(Context<T>& ctx, MatrixView<T> target);
+template <typename T>
+void run_imakura(Context<T>& ctx, MatrixView<T> target);
+template <typename T>
+void run_kawakami(Context<T>& ctx);
+template <typename T>
+void run_gopp(Context<T>& ctx, MatrixView<T> target);
+
+}  // namespace dcalign::core

@@ -1,0 +1,73 @@
+#pragma once
+#include "dcalign/backend.hpp"
+
+namespace dcalign::cpu {
+
+template <typename T>
+class CpuPrimitives final : public Primitives<T> {
+ public:
+  explicit CpuPrimitives(int threads);
+  Device device() const override { return Device::cpu; }
+  int threads() const { return threads_; }
+
+  Buffer<T> allocate(index_t n) override;
+  void to_device(const T* host, T* dst, index_t n) override;
+  void to_host(const T* src, T* host, index_t n) override;
+  void copy(const T* src, T* dst, index_t n) override;
+  void fill(T* dst, index_t n, T value) override;
+  void synchronize() override {}
+
+  void gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
+            MatrixView<T> C) override;
+  void gemm_batched(Op ta, Op tb, T alpha, StackView<const T> A, StackView<const T> B, T beta,
+                    StackView<T> C) override;
+  void trsm_upper_batched(StackView<const T> R, StackView<T> B) override;
+  void transpose_batched(StackView<const T> in, StackView<T> out) override;
+  void vstack(StackView<const T> in, MatrixView<T> out) override;
+  void unvstack(MatrixView<const T> in, StackView<T> out) override;
+  void scale(T alpha, T* y, index_t n) override;
+  void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
+            MatrixView<T> C) override;
+
+  PolarInfo<T> polar_batched(StackView<const T> M, bool transposed, StackView<T> G) override;
+  std::vector<T> qr_batched(StackView<T> A, StackView<T> R) override;
+  void svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s, MatrixView<T> U,
+                MatrixView<T> V) override;
+  std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
+                               StackView<T> G) override;
+  void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
+                     MatrixView<T> V) override;
+
+  bool all_finite(const T* x, index_t n) override;
+  std::vector<index_t> first_nonfinite_batched(StackView<const T> x) override;
+  std::vector<T> orthogonality_errors(StackView<const T> G) override;
+  std::vector<T> residuals(StackView<const T> A, StackView<const T> G,
+                           MatrixView<const T> Z) override;
+  std::vector<T> product_column_norms(StackView<const T> A, StackView<const T> G) override;
+  double sum_squares(const T* x, index_t n) override;
+
+ private:
+  int threads_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& opts) : f32_(opts.threads), f64_(opts.threads) {}
+  Device device() const override { return Device::cpu; }
+  std::string description() const override;
+  Primitives<float>& f32() override { return f32_; }
+  Primitives<double>& f64() override { return f64_; }
+
+ private:
+  CpuPrimitives<float> f32_;
+  CpuPrimitives<double> f64_;
+};
+
+}  // namespace dcalign::cpu
+
+#ifdef DCALIGN_HAVE_CUDA
+namespace dcalign::cuda {
+std::shared_ptr<Backend> make_cuda_backend(const BackendOptions& opts);
+bool cuda_usable(std::string* why);
+}  // namespace dcalign::cuda
+#endif

@@ -1,0 +1,125 @@
+// Every bad input gets an exception that says what, where and what was expected.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "dcalign/align.hpp"
+#include "test_util.hpp"
+
+namespace dcalign {
+namespace {
+
+template <typename F>
+void expect_invalid(F&& f, const std::vector<std::string>& fragments) {
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const InvalidInput& e) {
+    const std::string msg = e.what();
+    for (const auto& frag : fragments)
+      EXPECT_NE(msg.find(frag), std::string::npos) << "'" << frag << "' missing in: " << msg;
+  }
+}
+
+const Method kAll[] = {Method::odc, Method::imakura, Method::kawakami, Method::gopp};
+
+Stack<double> good_anchors(index_t c = 4) {
+  return testing::released_anchors<double>(
+      testing::make_synthetic(40, 10, 4, c, SpanCondition::diff_span_orth, 3));
+}
+
+TEST(BadInput, NonFiniteAnchorNamesUserRowColumn) {
+  for (double bad : {std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity()}) {
+    for (Method m : kAll) {
+      auto A = good_anchors();
+      A(2, 7, 3) = bad;
+      AlignOptions opts;
+      opts.method = m;
+      expect_invalid([&] { align(A, opts); }, {"user 2", "row 7", "column 3", "finite"});
+    }
+  }
+}
+
+TEST(BadInput, DimensionLargerThanAnchorRows) {
+  Stack<double> A(3, 4, 6);
+  for (index_t i = 0; i < A.size(); ++i) A.data()[i] = std::sin(double(i));
+  for (Method m : kAll) {
+    AlignOptions opts;
+    opts.method = m;
+    expect_invalid([&] { align(A, opts); }, {"l = 6", "a = 4", "l <= a"});
+  }
+}
+
+TEST(BadInput, NoUsers) {
+  Stack<double> A(0, 10, 3);
+  expect_invalid([&] { align(A, AlignOptions{}); }, {"no users"});
+}
+
+TEST(BadInput, RankDeficientUserIsNamed) {
+  for (Method m : kAll) {
+    auto A = good_anchors();
+    // User 1's last column repeats its first: rank l - 1.
+    for (index_t r = 0; r < A.rows(); ++r) A(1, r, 3) = A(1, r, 0);
+    AlignOptions opts;
+    opts.method = m;
+    if (m == Method::kawakami) {
+      // Both forms must refuse it.
+      for (auto form : {KawakamiForm::qr_svd, KawakamiForm::eigen}) {
+        opts.kawakami_form = form;
+        expect_invalid([&] { align(A, opts); }, {"rank"});
+      }
+      continue;
+    }
+    expect_invalid([&] { align(A, opts); }, {"user 1", "rank deficient"});
+  }
+}
+
+TEST(BadInput, UsersWithDifferentShapes) {
+  std::vector<Matrix<double>> users = {Matrix<double>(10, 3), Matrix<double>(10, 3),
+                                       Matrix<double>(9, 3)};
+  expect_invalid([&] { Stack<double>::from_matrices(users); }, {"matrix 2", "9 x 3", "10 x 3"});
+}
+
+TEST(BadInput, ReferenceUserOutOfRange) {
+  AlignOptions opts;
+  opts.reference_user = 4;
+  expect_invalid([&] { align(good_anchors(), opts); }, {"reference user 4", "4 users"});
+}
+
+TEST(BadInput, SuppliedRotationNotOrthogonal) {
+  AlignOptions opts;
+  opts.rotation = TargetRotation::supplied;
+  opts.rotation_matrix = Matrix<double>::identity(4);
+  opts.rotation_matrix(0, 1) = 0.5;
+  expect_invalid([&] { align(good_anchors(), opts); }, {"not orthogonal"});
+  opts.rotation_matrix = Matrix<double>::identity(3);
+  expect_invalid([&] { align(good_anchors(), opts); }, {"3 x 3", "expected 4 x 4"});
+}
+
+TEST(BadInput, ExplicitTargetWrongShape) {
+  AlignOptions opts;
+  opts.target = Matrix<double>(39, 4);
+  expect_invalid([&] { align(good_anchors(), opts); }, {"39 x 4", "40 x 4"});
+}
+
+TEST(BadInput, UnknownNames) {
+  expect_invalid([] { parse_method("procrustes"); }, {"procrustes", "odc, imakura"});
+  expect_invalid([] { parse_device("tpu"); }, {"tpu", "cpu, cuda"});
+}
+
+TEST(BadInput, CudaRequestWithoutGpuIsClear) {
+  std::string why;
+  if (cuda_available(&why)) GTEST_SKIP() << "a GPU is present";
+  try {
+    make_backend(Device::cuda);
+    ADD_FAILURE() << "no exception";
+  } catch (const BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace dcalign
