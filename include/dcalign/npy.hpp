@@ -1,6 +1,7 @@
 #pragma once
 // NumPy .npy files (format versions 1.0, 2.0 and 3.0), 2-D and 3-D, float32 or float64,
-// little-endian, C or Fortran order.
+// C or Fortran order. Little-endian data is expected; big-endian data ('>f4', '>f8') is
+// byte-swapped on read. Files are always written little-endian.
 //
 // Index convention: a 2-D array of shape (r, k) is the r x k matrix M with M(i, j) = arr[i, j].
 // A 3-D array of shape (c, r, k) is the stack whose matrix s has element (i, j) = arr[s, i, j];
@@ -9,6 +10,8 @@
 // dtype, byte order, shape (dimension count, no negative or absurd extents, element count
 // consistent with the file size). Any violation throws IoError naming the file and the problem.
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "dcalign/matrix.hpp"
 
@@ -41,5 +44,17 @@ void write_npy(const std::string& path, MatrixView<const T> m);
 /// Writes a 3-D array (count, rows, cols) in C order with the dtype of T.
 template <typename T>
 void write_npy(const std::string& path, StackView<const T> s);
+
+// A view of non-const elements would not deduce T for the overloads above (the conversion to a
+// const view is not considered during deduction), so `write_npy(path, m.view())` on a non-const
+// matrix needs these.
+template <typename T, typename = std::enable_if_t<!std::is_const_v<T>>>
+void write_npy(const std::string& path, MatrixView<T> m) {
+  write_npy<T>(path, MatrixView<const T>(m));
+}
+template <typename T, typename = std::enable_if_t<!std::is_const_v<T>>>
+void write_npy(const std::string& path, StackView<T> s) {
+  write_npy<T>(path, StackView<const T>(s));
+}
 
 }  // namespace dcalign

@@ -1,1 +1,571 @@
-// placeholder
+// Reader and writer for NumPy .npy files (see dcalign/npy.hpp for the contract).
+//
+// Format, as specified by NumPy (numpy.lib.format):
+//   magic "\x93NUMPY", major and minor version bytes,
+//   header length: uint16 little-endian (version 1.0) or uint32 little-endian (2.0 and 3.0),
+//   header: a Python dict literal {'descr': ..., 'fortran_order': ..., 'shape': (...)}, padded
+//   with spaces and ended by '\n' (latin-1 in 1.0/2.0, UTF-8 in 3.0),
+//   data: prod(shape) elements of the dtype, in C or Fortran order.
+//
+// Decisions beyond the NumPy specification:
+// - The header parser accepts only the subset of Python literal syntax that the three keys need
+//   (quoted strings without escapes, True/False, tuples of decimal integers) and rejects any
+//   other key, so that a file this reader accepts is never misread.
+// - Big-endian data ('>f4', '>f8', as NumPy writes for arrays of a big-endian dtype) is
+//   byte-swapped on read rather than rejected: the conversion is cheap and unambiguous.
+//   '=' means the byte order of the host. '|' ("not applicable") is rejected for these
+//   multi-byte types because it does not say which byte order the data has.
+// - The data must fill the file exactly: missing bytes and trailing bytes are both errors, since
+//   either means that the header does not describe the file.
+// - Every size is checked against the file size before anything of that size is allocated, so
+//   a corrupt or hostile header cannot trigger a huge allocation.
+#include "dcalign/npy.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace dcalign {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr std::size_t kMagicSize = 6;
+// NumPy aligns the start of the data to 64 bytes so that it can be memory-mapped efficiently.
+constexpr std::size_t kDataAlignment = 64;
+// Enough to show the problem without flooding a log with a corrupt multi-megabyte header.
+constexpr std::size_t kMaxQuotedChars = 120;
+
+bool host_is_little_endian() {
+  const std::uint16_t one = 1;
+  unsigned char first = 0;
+  std::memcpy(&first, &one, 1);
+  return first == 1;
+}
+
+/// Printable rendering of untrusted bytes for error messages.
+std::string quote(const std::string& bytes) {
+  std::string out = "'";
+  std::size_t shown = 0;
+  for (const char ch : bytes) {
+    if (shown++ == kMaxQuotedChars) {
+      out += "...";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\\' || c == '\'') {
+      out += '\\';
+      out += ch;
+    } else if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      out += hex;
+    }
+  }
+  return out + "'";
+}
+
+std::string shape_string(const std::vector<index_t>& shape) {
+  std::string out = "(";
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(shape[d]);
+  }
+  // Python spells a one-element tuple with a trailing comma; keep the messages in NumPy's terms.
+  if (shape.size() == 1) out += ",";
+  return out + ")";
+}
+
+const char* dtype_name(DType t) { return t == DType::float32 ? "float32" : "float64"; }
+index_t dtype_size(DType t) { return t == DType::float32 ? 4 : 8; }
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw IoError("npy file '" + path + "': " + what);
+}
+
+/// Recursive-descent parser for the header dict. Keeps the position so that syntax errors can
+/// say where the header went wrong.
+class HeaderParser {
+ public:
+  HeaderParser(const std::string& path, const std::string& text) : path_(path), text_(text) {}
+
+  /// Parses the dict; returns the descr string, fortran_order and shape as written.
+  void parse(std::string& descr, bool& fortran_order, std::vector<index_t>& shape) {
+    skip_space();
+    if (at_end() || peek() != '{')
+      fail(path_, "header is not a Python dict literal: expected '{' at offset " +
+                      std::to_string(pos_) + ", found " + found() + " (header " + quote(text_) +
+                      ")");
+    ++pos_;
+    bool have_descr = false, have_order = false, have_shape = false;
+    skip_space();
+    while (!at_end() && peek() != '}') {
+      const std::size_t key_pos = pos_;
+      if (peek() != '\'' && peek() != '"') syntax_error("a quoted key or '}'");
+      const std::string key = parse_string();
+      skip_space();
+      expect(':', "':' after key " + quote(key));
+      skip_space();
+      if (key == "descr") {
+        mark_seen(have_descr, key, key_pos);
+        // A list here describes a structured (record) dtype, which has no matrix meaning.
+        if (!at_end() && peek() == '[')
+          fail(path_, "unsupported dtype: structured (record) dtype " + quote(rest()) +
+                          "; expected '<f4' or '<f8'");
+        if (at_end() || (peek() != '\'' && peek() != '"'))
+          syntax_error("a quoted dtype string as the value of 'descr'");
+        descr = parse_string();
+      } else if (key == "fortran_order") {
+        mark_seen(have_order, key, key_pos);
+        fortran_order = parse_bool();
+      } else if (key == "shape") {
+        mark_seen(have_shape, key, key_pos);
+        shape = parse_shape();
+      } else {
+        fail(path_, "unknown key " + quote(key) + " in header at offset " +
+                        std::to_string(key_pos) +
+                        "; expected only 'descr', 'fortran_order' and 'shape' (header " +
+                        quote(text_) + ")");
+      }
+      skip_space();
+      if (!at_end() && peek() == ',') {
+        ++pos_;
+        skip_space();
+      } else if (at_end() || peek() != '}') {
+        syntax_error("',' or '}' after the value of " + quote(key));
+      }
+    }
+    expect('}', "'}' closing the header dict");
+    // NumPy pads the header with spaces and a final newline; nothing else may follow the dict.
+    skip_space();
+    if (!at_end()) syntax_error("only padding (spaces, newline) after the header dict");
+
+    std::string missing;
+    for (const auto& [seen, name] : {std::pair<bool, const char*>{have_descr, "'descr'"},
+                                     {have_order, "'fortran_order'"},
+                                     {have_shape, "'shape'"}}) {
+      if (!seen) missing += (missing.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!missing.empty())
+      fail(path_, "header is missing key(s) " + missing +
+                      "; expected 'descr', 'fortran_order' and 'shape' (header " + quote(text_) +
+                      ")");
+  }
+
+ private:
+  bool at_end() const { return pos_ >= text_.size(); }
+  char peek() const { return text_[pos_]; }
+  std::string rest() const { return text_.substr(pos_); }
+  std::string found() const { return at_end() ? std::string("end of header") : quote(rest()); }
+
+  void skip_space() {
+    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r'))
+      ++pos_;
+  }
+
+  [[noreturn]] void syntax_error(const std::string& expected) const {
+    fail(path_, "bad header syntax at offset " + std::to_string(pos_) + ": expected " + expected +
+                    ", found " + found() + " (header " + quote(text_) + ")");
+  }
+
+  void expect(char c, const std::string& what) {
+    if (at_end() || peek() != c) syntax_error(what);
+    ++pos_;
+  }
+
+  void mark_seen(bool& seen, const std::string& key, std::size_t key_pos) {
+    if (seen)
+      fail(path_, "duplicate key " + quote(key) + " in header at offset " +
+                      std::to_string(key_pos) + "; each key must appear once");
+    seen = true;
+  }
+
+  // Python string literal without escapes; the values NumPy writes never need any.
+  std::string parse_string() {
+    const char q = peek();
+    const std::size_t start = ++pos_;
+    while (!at_end() && peek() != q && peek() != '\n') {
+      if (peek() == '\\') syntax_error("a plain string without escapes");
+      ++pos_;
+    }
+    // Python string literals cannot span lines, and NumPy's padding always ends with '\n'.
+    if (at_end() || peek() == '\n') {
+      pos_ = start - 1;
+      syntax_error("a terminated string literal");
+    }
+    return text_.substr(start, pos_++ - start);
+  }
+
+  bool parse_bool() {
+    std::size_t end = pos_;
+    while (end < text_.size() && std::isalnum(static_cast<unsigned char>(text_[end]))) ++end;
+    const std::string word = text_.substr(pos_, end - pos_);
+    if (word != "True" && word != "False") syntax_error("True or False for 'fortran_order'");
+    pos_ = end;
+    return word == "True";
+  }
+
+  // A tuple of decimal integers; negative values are parsed so that they can be reported as
+  // such by the shape validation instead of as a syntax error.
+  std::vector<index_t> parse_shape() {
+    std::vector<index_t> shape;
+    expect('(', "a tuple '(' as the value of 'shape'");
+    skip_space();
+    bool trailing_comma = false;
+    while (!at_end() && peek() != ')') {
+      shape.push_back(parse_int());
+      skip_space();
+      trailing_comma = false;
+      if (!at_end() && peek() == ',') {
+        ++pos_;
+        trailing_comma = true;
+        skip_space();
+      } else if (at_end() || peek() != ')') {
+        syntax_error("',' or ')' in the shape tuple");
+      }
+    }
+    // "(3)" is the integer 3 in Python, not a tuple; NumPy would reject it too.
+    if (shape.size() == 1 && !trailing_comma) syntax_error("',' after the only extent of shape");
+    expect(')', "')' closing the shape tuple");
+    return shape;
+  }
+
+  index_t parse_int() {
+    const std::size_t start = pos_;
+    const bool negative = !at_end() && peek() == '-';
+    if (negative) ++pos_;
+    if (at_end() || !std::isdigit(static_cast<unsigned char>(peek())))
+      syntax_error("an integer extent in the shape tuple");
+    const std::size_t digits = pos_;
+    index_t value = 0;
+    while (!at_end() && std::isdigit(static_cast<unsigned char>(peek()))) {
+      const int d = peek() - '0';
+      if (value > (std::numeric_limits<index_t>::max() - d) / 10)
+        fail(path_, "absurd shape: extent " + quote(text_.substr(start, 40)) +
+                        " does not fit in a 64-bit integer");
+      value = value * 10 + d;
+      ++pos_;
+    }
+    if (pos_ - digits > 1 && text_[digits] == '0') {
+      pos_ = start;
+      syntax_error("an integer without leading zeros");
+    }
+    return negative ? -value : value;
+  }
+
+  const std::string& path_;
+  const std::string& text_;
+  std::size_t pos_ = 0;
+};
+
+/// Everything the readers need to know about a validated file.
+struct ParsedFile {
+  NpyHeader header;
+  bool swap_bytes = false;  // data byte order differs from the host's
+  index_t data_offset = 0;
+  index_t data_bytes = 0;
+};
+
+/// Maps the 'descr' string to a dtype and byte order, or throws.
+void interpret_descr(const std::string& path, const std::string& descr, ParsedFile& out) {
+  const std::string expected = "; expected float32 or float64 as '<f4' or '<f8'";
+  const std::string code = descr.size() == 3 ? descr.substr(1) : std::string();
+  if (code != "f4" && code != "f8") fail(path, "unsupported dtype " + quote(descr) + expected);
+  out.header.dtype = code == "f4" ? DType::float32 : DType::float64;
+  bool file_little = true;
+  switch (descr[0]) {
+    case '<':
+      file_little = true;
+      break;
+    case '>':
+      file_little = false;
+      break;
+    case '=':
+      file_little = host_is_little_endian();
+      break;
+    case '|':
+      fail(path, "unsupported dtype " + quote(descr) +
+                     ": byte order '|' (not applicable) is ambiguous for a multi-byte float" +
+                     expected);
+    default:
+      fail(path, "unsupported dtype " + quote(descr) + ": unknown byte order character" + expected);
+  }
+  out.swap_bytes = file_little != host_is_little_endian();
+}
+
+/// Opens `path`, reads and validates the preamble and header, and checks the data size against
+/// the file size. Leaves `in` positioned at the start of the data.
+ParsedFile parse_file(const std::string& path, std::ifstream& in) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (st.type() == fs::file_type::not_found) fail(path, "cannot read: no such file");
+  // Other failures (permissions on a parent directory, broken media) keep the system's words.
+  if (ec || !fs::exists(st)) fail(path, "cannot read: " + ec.message());
+  if (fs::is_directory(st)) fail(path, "cannot read: it is a directory, expected a .npy file");
+  const std::uintmax_t file_size = fs::file_size(path, ec);
+  if (ec) fail(path, "cannot read: cannot determine the file size (" + ec.message() + ")");
+  if (file_size > static_cast<std::uintmax_t>(std::numeric_limits<index_t>::max()))
+    fail(path, "cannot read: file is too large");
+  const auto size = static_cast<index_t>(file_size);
+
+  in.open(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open for reading: ") + std::strerror(errno));
+
+  auto read_exact = [&](std::string& buf, index_t n, const char* what) {
+    buf.resize(static_cast<std::size_t>(n));
+    if (!in.read(buf.data(), n))
+      fail(path, std::string("read error in the ") + what + " (file changed while reading?)");
+  };
+
+  std::string pre;
+  read_exact(pre, std::min<index_t>(size, kMagicSize + 2), "preamble");
+  if (pre.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
+    fail(path, "bad magic string: expected '\\x93NUMPY', found " +
+                   quote(pre.substr(0, kMagicSize)) + " (not a .npy file)");
+  if (size < static_cast<index_t>(kMagicSize + 2))
+    fail(path, "truncated header: file ends after " + std::to_string(size) +
+                   " bytes, inside the version field");
+  const int major = static_cast<unsigned char>(pre[6]);
+  const int minor = static_cast<unsigned char>(pre[7]);
+  if ((major != 1 && major != 2 && major != 3) || minor != 0)
+    fail(path, "unsupported format version " + std::to_string(major) + "." + std::to_string(minor) +
+                   "; expected 1.0, 2.0 or 3.0");
+
+  const index_t len_bytes = major == 1 ? 2 : 4;
+  const index_t preamble = static_cast<index_t>(kMagicSize) + 2 + len_bytes;
+  if (size < preamble)
+    fail(path, "truncated header: file ends after " + std::to_string(size) +
+                   " bytes, inside the header length field of version " + std::to_string(major) +
+                   ".0");
+  std::string len_field;
+  read_exact(len_field, len_bytes, "header length");
+  index_t header_len = 0;  // little-endian in every version
+  for (index_t b = len_bytes - 1; b >= 0; --b)
+    header_len = header_len * 256 + static_cast<unsigned char>(len_field[static_cast<size_t>(b)]);
+  if (header_len > size - preamble)
+    fail(path, "truncated header: declared header length is " + std::to_string(header_len) +
+                   " bytes, but only " + std::to_string(size - preamble) +
+                   " bytes follow the preamble");
+
+  std::string text;
+  read_exact(text, header_len, "header");
+  std::string descr;
+  ParsedFile out;
+  HeaderParser(path, text).parse(descr, out.header.fortran_order, out.header.shape);
+  interpret_descr(path, descr, out);
+
+  const std::vector<index_t>& shape = out.header.shape;
+  for (const index_t extent : shape) {
+    if (extent < 0)
+      fail(path, "negative extent in shape " + shape_string(shape) + "; expected extents >= 0");
+  }
+  // Byte count with overflow checks. Zero extents are counted as 1 here so that a shape like
+  // (0, 10**19) is still rejected as absurd even though it holds no element.
+  const index_t limit = std::numeric_limits<index_t>::max();
+  index_t bytes = dtype_size(out.header.dtype), bound = bytes;
+  for (const index_t extent : shape) {
+    const index_t e = extent == 0 ? 1 : extent;
+    if (bound > limit / e)
+      fail(path, "absurd shape " + shape_string(shape) + ": its byte count overflows int64");
+    bound *= e;
+    bytes *= extent;
+  }
+  out.data_offset = preamble + header_len;
+  out.data_bytes = size - out.data_offset;
+  const std::string described = "shape " + shape_string(shape) + " of " +
+                                dtype_name(out.header.dtype) + " needs " + std::to_string(bytes) +
+                                " data bytes";
+  if (out.data_bytes < bytes)
+    fail(path, "truncated data: " + described + ", but only " + std::to_string(out.data_bytes) +
+                   " bytes follow the header");
+  if (out.data_bytes > bytes)
+    fail(path, "trailing garbage: " + described + ", but " + std::to_string(out.data_bytes) +
+                   " bytes follow the header (" + std::to_string(out.data_bytes - bytes) +
+                   " extra)");
+  return out;
+}
+
+template <typename Src>
+Src load(const unsigned char* p, bool swap) {
+  unsigned char b[sizeof(Src)];
+  std::memcpy(b, p, sizeof(Src));
+  if (swap) {
+    for (std::size_t k = 0; k < sizeof(Src) / 2; ++k) std::swap(b[k], b[sizeof(Src) - 1 - k]);
+  }
+  Src v;
+  std::memcpy(&v, b, sizeof(Src));
+  return v;
+}
+
+/// Converts file data of shape (c, r, k) (a 2-D file is passed as c = 1) into the column-major
+/// stack layout out[s*r*k + i + j*r] = arr[s, i, j].
+template <typename Src, typename T>
+void convert(const unsigned char* data, bool swap, bool fortran, index_t c, index_t r, index_t k,
+             T* out) {
+  // Strides of arr[s, i, j] in the file, in elements.
+  const index_t ss = fortran ? 1 : r * k;
+  const index_t si = fortran ? c : k;
+  const index_t sj = fortran ? c * r : 1;
+  for (index_t s = 0; s < c; ++s)
+    for (index_t j = 0; j < k; ++j)
+      for (index_t i = 0; i < r; ++i) {
+        const index_t src = s * ss + i * si + j * sj;
+        out[s * r * k + i + j * r] =
+            static_cast<T>(load<Src>(data + src * static_cast<index_t>(sizeof(Src)), swap));
+      }
+}
+
+/// A validated file with its raw data, ready to be converted.
+struct LoadedFile {
+  ParsedFile file;
+  std::vector<unsigned char> raw;
+};
+
+/// Reads a file whose array must have `ndim` dimensions (`expected_shape` names them).
+LoadedFile load_file(const std::string& path, std::size_t ndim, const char* caller,
+                     const char* expected_shape) {
+  std::ifstream in;
+  LoadedFile out{parse_file(path, in), {}};
+  const std::vector<index_t>& shape = out.file.header.shape;
+  if (shape.size() != ndim)
+    fail(path, std::string("wrong number of dimensions for ") + caller + ": expected a " +
+                   std::to_string(ndim) + "-D array of shape " + expected_shape + ", found a " +
+                   std::to_string(shape.size()) + "-D array of shape " + shape_string(shape));
+  // data_bytes was checked against the file size, so this allocation is bounded by it.
+  out.raw.resize(static_cast<std::size_t>(out.file.data_bytes));
+  if (!out.raw.empty() && !in.read(reinterpret_cast<char*>(out.raw.data()), out.file.data_bytes))
+    fail(path, "read error in the data (file changed while reading?)");
+  return out;
+}
+
+/// Converts the data of a (c, r, k) array into `out` (see convert()).
+template <typename T>
+void convert_into(const LoadedFile& f, index_t c, index_t r, index_t k, T* out) {
+  const bool fortran = f.file.header.fortran_order;
+  if (f.file.header.dtype == DType::float32)
+    convert<float>(f.raw.data(), f.file.swap_bytes, fortran, c, r, k, out);
+  else
+    convert<double>(f.raw.data(), f.file.swap_bytes, fortran, c, r, k, out);
+}
+
+/// Writes a C-order version 1.0 file of shape (c, r, k), or (r, k) when `two_d`; element
+/// arr[s, i, j] is at(s)(i, j).
+template <typename T, typename MatrixAt>
+void write_file(const std::string& path, bool two_d, index_t c, index_t r, index_t k, MatrixAt at) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  if (c < 0 || r < 0 || k < 0)
+    throw InvalidInput("write_npy '" + path + "': negative extent in shape (" + std::to_string(c) +
+                       ", " + std::to_string(r) + ", " + std::to_string(k) + ")");
+  const std::vector<index_t> shape =
+      two_d ? std::vector<index_t>{r, k} : std::vector<index_t>{c, r, k};
+  std::string header = std::string("{'descr': '<") + (sizeof(T) == 4 ? "f4" : "f8") +
+                       "', 'fortran_order': False, 'shape': " + shape_string(shape) + ", }";
+  const std::size_t preamble = kMagicSize + 2 + 2;
+  // Pad with spaces so that the data, after the terminating newline, starts 64-byte aligned.
+  const std::size_t unpadded = preamble + header.size() + 1;
+  header.append((kDataAlignment - unpadded % kDataAlignment) % kDataAlignment, ' ');
+  header += '\n';
+  // Cannot happen for 2-D/3-D shapes (at most ~130 bytes), but version 1.0 caps it at 16 bits.
+  if (header.size() > 0xffff) throw IoError("write_npy '" + path + "': header too long");
+
+  const auto fail_write = [&path](const std::string& what) {
+    throw IoError("cannot write npy file '" + path + "': " + what);
+  };
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    fail_write(std::string("cannot open for writing (") +
+               (errno ? std::strerror(errno) : "unknown error") + ")");
+  out.write(kMagic, kMagicSize);
+  const char version_and_len[4] = {1, 0, static_cast<char>(header.size() & 0xff),
+                                   static_cast<char>(header.size() >> 8)};
+  out.write(version_and_len, 4);
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+
+  // One C-order row at a time: little memory and few stream calls.
+  const bool swap = !host_is_little_endian();
+  std::vector<unsigned char> row(static_cast<std::size_t>(k) * sizeof(T));
+  for (index_t s = 0; s < c && out; ++s) {
+    const MatrixView<const T> m = at(s);
+    for (index_t i = 0; i < r && out; ++i) {
+      for (index_t j = 0; j < k; ++j) {
+        const T v = m(i, j);
+        std::memcpy(row.data() + j * sizeof(T), &v, sizeof(T));
+        if (swap)
+          for (std::size_t b = 0; b < sizeof(T) / 2; ++b)
+            std::swap(row[j * sizeof(T) + b], row[j * sizeof(T) + sizeof(T) - 1 - b]);
+      }
+      out.write(reinterpret_cast<const char*>(row.data()),
+                static_cast<std::streamsize>(row.size()));
+    }
+  }
+  out.close();
+  if (!out) {
+    // Do not leave a truncated file behind that a later read would reject less clearly.
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+    fail_write("write error (disk full?)");
+  }
+}
+
+}  // namespace
+
+NpyHeader read_npy_header(const std::string& path) {
+  std::ifstream in;
+  return parse_file(path, in).header;
+}
+
+template <typename T>
+Matrix<T> read_npy_matrix(const std::string& path) {
+  const LoadedFile f = load_file(path, 2, "read_npy_matrix", "(rows, cols)");
+  const std::vector<index_t>& shape = f.file.header.shape;
+  Matrix<T> m(shape[0], shape[1]);
+  convert_into(f, 1, shape[0], shape[1], m.data());
+  return m;
+}
+
+template <typename T>
+Stack<T> read_npy_stack(const std::string& path) {
+  const LoadedFile f = load_file(path, 3, "read_npy_stack", "(count, rows, cols)");
+  const std::vector<index_t>& shape = f.file.header.shape;
+  Stack<T> s(shape[0], shape[1], shape[2]);
+  convert_into(f, shape[0], shape[1], shape[2], s.data());
+  return s;
+}
+
+template <typename T>
+void write_npy(const std::string& path, MatrixView<const T> m) {
+  write_file<T>(path, true, 1, m.rows(), m.cols(), [&m](index_t) { return m; });
+}
+
+template <typename T>
+void write_npy(const std::string& path, StackView<const T> s) {
+  write_file<T>(path, false, s.count(), s.rows(), s.cols(), [&s](index_t k) { return s[k]; });
+}
+
+template Matrix<float> read_npy_matrix<float>(const std::string&);
+template Matrix<double> read_npy_matrix<double>(const std::string&);
+template Stack<float> read_npy_stack<float>(const std::string&);
+template Stack<double> read_npy_stack<double>(const std::string&);
+template void write_npy<float>(const std::string&, MatrixView<const float>);
+template void write_npy<double>(const std::string&, MatrixView<const double>);
+template void write_npy<float>(const std::string&, StackView<const float>);
+template void write_npy<double>(const std::string&, StackView<const double>);
+
+}  // namespace dcalign
