@@ -110,9 +110,13 @@ template <typename T>
 AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackView<T> G,
                            MatrixView<T> target, const AlignOptions& opts);
 
-/// Checks the anchor stack before any work: at least one user, l >= 1, l <= a, every entry
-/// finite (the exception names the user, row and column of the first bad entry).
+/// Checks the anchor stack's shape before any work: at least one user, l >= 1, l <= a, a valid
+/// reference user.
 template <typename T>
 void validate_anchors(Primitives<T>& p, StackView<const T> anchors, const AlignOptions& opts);
+/// Throws InvalidInput naming the user, row and column of the first NaN or Inf. Every method
+/// runs it: upfront, or (ODC, GOPP) when its first product over all anchors is not finite.
+template <typename T>
+void validate_anchor_values(Primitives<T>& p, StackView<const T> anchors);
 
 }  // namespace dcalign

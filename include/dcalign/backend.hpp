@@ -75,6 +75,7 @@ struct PolarInfo {
   int max_iterations = 0;  ///< iterative backends: iterations used (0 for SVD based)
 };
 
+/// Unless a primitive says otherwise, the stacks it takes are contiguous (StackView::contiguous).
 template <typename T>
 class Primitives {
  public:
@@ -113,7 +114,8 @@ class Primitives {
 
   // ---- factorizations
   /// G_k = orthogonal polar factor of M_k (or of M_k^T when `transposed`), via the SVD
-  /// M = U S V^T, G = U V^T. Square l x l matrices.
+  /// M = U S V^T, G = U V^T. Square l x l matrices; M may be strided (e.g. the row blocks of
+  /// the product W^T Z), G is contiguous.
   virtual PolarInfo<T> polar_batched(StackView<const T> M, bool transposed, StackView<T> G) = 0;
   /// Thin QR of each a x l matrix: A_k is overwritten by Q_k, R_k (l x l) written to R.
   /// Returns per matrix min_j |R_jj| / max_j |R_jj| (0 for an exactly singular R).

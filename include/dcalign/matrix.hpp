@@ -56,27 +56,37 @@ template <typename T>
 class StackView {
  public:
   StackView() = default;
+  /// Contiguous stack: matrix k at data + k*rows*cols, leading dimension rows.
   StackView(T* data, index_t count, index_t rows, index_t cols)
-      : data_(data), count_(count), rows_(rows), cols_(cols) {}
+      : StackView(data, count, rows, cols, rows, rows * cols) {}
+  /// Strided stack (as in cuBLAS strided-batched calls): matrix k at data + k*stride with
+  /// leading dimension ld. E.g. the row blocks of a (count*rows) x cols matrix X are
+  /// StackView(X, count, rows, cols, count*rows, rows).
+  StackView(T* data, index_t count, index_t rows, index_t cols, index_t ld, index_t stride)
+      : data_(data), count_(count), rows_(rows), cols_(cols), ld_(ld), stride_(stride) {}
   template <typename U, typename = std::enable_if_t<std::is_same_v<const U, T>>>
   StackView(const StackView<U>& other)  // NOLINT(google-explicit-constructor)
-      : StackView(other.data(), other.count(), other.rows(), other.cols()) {}
+      : StackView(other.data(), other.count(), other.rows(), other.cols(), other.ld(),
+                  other.stride()) {}
 
   T* data() const { return data_; }
   index_t count() const { return count_; }
   index_t rows() const { return rows_; }
   index_t cols() const { return cols_; }
-  index_t stride() const { return rows_ * cols_; }
+  index_t ld() const { return ld_; }
+  index_t stride() const { return stride_; }
+  /// True for the plain back-to-back layout, which most primitives require.
+  bool contiguous() const { return ld_ == rows_ && stride_ == rows_ * cols_; }
   index_t size() const { return count_ * rows_ * cols_; }
   MatrixView<T> operator[](index_t k) const {
-    return MatrixView<T>(data_ + k * stride(), rows_, cols_, rows_);
+    return MatrixView<T>(data_ + k * stride_, rows_, cols_, ld_);
   }
-  /// The whole stack seen as the concatenation [M_1 ... M_count] (rows x count*cols).
+  /// A contiguous stack seen as the concatenation [M_1 ... M_count] (rows x count*cols).
   MatrixView<T> concatenated() const { return MatrixView<T>(data_, rows_, count_ * cols_, rows_); }
 
  private:
   T* data_ = nullptr;
-  index_t count_ = 0, rows_ = 0, cols_ = 0;
+  index_t count_ = 0, rows_ = 0, cols_ = 0, ld_ = 0, stride_ = 0;
 };
 
 namespace detail {

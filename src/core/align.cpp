@@ -76,6 +76,14 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
                          ? opts.rank_tolerance
                          : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
   core::Context<T> ctx{p, anchors, G, opts, report, timer, tol};
+  // ODC (and GOPP from the ODC start) prove finiteness through their first product (see
+  // procrustes_step); methods that begin with an SVD or QR of the anchors scan first, because
+  // LAPACK's behaviour on NaN input is unspecified.
+  if (opts.method == Method::imakura || opts.method == Method::kawakami ||
+      (opts.method == Method::gopp && opts.gopp_init == GoppInit::spectral)) {
+    validate_anchor_values(p, anchors);
+    ctx.values_checked = true;
+  }
   // Methods with a target write it here so that evaluation can use it.
   Buffer<T> z;
   MatrixView<T> Z = target;

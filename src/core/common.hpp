@@ -39,6 +39,7 @@ struct Context {
   AlignReport& report;
   PhaseTimer<T>& timer;
   double rank_tolerance;
+  bool values_checked = false;  ///< anchors proven finite
   index_t users() const { return A.count(); }
   index_t rows() const { return A.rows(); }
   index_t dim() const { return A.cols(); }

@@ -9,7 +9,8 @@
 namespace dcalign {
 
 template <typename T>
-void validate_anchors(Primitives<T>& p, StackView<const T> A, const AlignOptions& opts) {
+void validate_anchors([[maybe_unused]] Primitives<T>& p, StackView<const T> A,
+                      const AlignOptions& opts) {
   if (A.count() < 1)
     throw InvalidInput("no users: the anchor stack is empty (expected c >= 1 matrices A_i)");
   if (A.rows() < 1 || A.cols() < 1)
@@ -22,6 +23,10 @@ void validate_anchors(Primitives<T>& p, StackView<const T> A, const AlignOptions
   if (opts.reference_user < 0 || opts.reference_user >= A.count())
     throw InvalidInput("reference user " + std::to_string(opts.reference_user) +
                        " out of range: there are " + std::to_string(A.count()) + " users (0-based)");
+}
+
+template <typename T>
+void validate_anchor_values(Primitives<T>& p, StackView<const T> A) {
   const auto bad = p.first_nonfinite_batched(A);
   for (index_t k = 0; k < A.count(); ++k)
     if (bad[k] >= 0) {
@@ -98,9 +103,21 @@ void spectral_basis(Context<T>& ctx, MatrixView<T> U) {
 template <typename T>
 PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch) {
   const index_t l = ctx.dim(), c = ctx.users();
-  MatrixView<T> Mt(scratch, l, c * l);
-  ctx.p.gemm(Op::trans, Op::none, T(1), Z, ctx.A.concatenated(), T(0), Mt);
-  return ctx.p.polar_batched(StackView<const T>(scratch, c, l, l), /*transposed=*/true, ctx.G);
+  // W^T Z (c*l x l) has the M_i = A_i^T Z as row blocks. This orientation of the product runs
+  // ~1.4x faster in OpenBLAS than Z^T W for these skinny shapes (bench/results).
+  MatrixView<T> Mv(scratch, c * l, l);
+  ctx.p.gemm(Op::trans, Op::none, T(1), ctx.A.concatenated(), Z, T(0), Mv);
+  if (!ctx.values_checked) {
+    // Any NaN or Inf in the anchors reaches the product (IEEE: NaN*x = NaN, Inf*0 = NaN), so a
+    // finite product proves finite anchors at O(c l^2) cost instead of a pass over all c*a*l.
+    if (!ctx.p.all_finite(scratch, c * l * l) || !ctx.p.all_finite(Z.data(), Z.rows() * Z.cols())) {
+      validate_anchor_values(ctx.p, ctx.A);
+      throw NumericalError("A_i^T Z overflowed to Inf although every anchor entry is finite; "
+                           "rescale the anchors");
+    }
+    ctx.values_checked = true;
+  }
+  return ctx.p.polar_batched(StackView<const T>(scratch, c, l, l, c * l, l), false, ctx.G);
 }
 
 #define DCALIGN_INSTANTIATE_COMMON(T)                                                   \
@@ -115,6 +132,8 @@ DCALIGN_INSTANTIATE_COMMON(double)
 
 template void validate_anchors<float>(Primitives<float>&, StackView<const float>,
                                       const AlignOptions&);
+template void validate_anchor_values<float>(Primitives<float>&, StackView<const float>);
+template void validate_anchor_values<double>(Primitives<double>&, StackView<const double>);
 template void validate_anchors<double>(Primitives<double>&, StackView<const double>,
                                        const AlignOptions&);
 

@@ -208,7 +208,7 @@ PolarInfo<T> CpuPrimitives<T>::polar_batched(StackView<const T> M, bool transpos
     SvdWorkspace<T> ws(l, l);
 #pragma omp for schedule(dynamic, 4)
     for (index_t k = 0; k < count; ++k) {
-      std::memcpy(ws.a.data(), M[k].data(), sizeof(T) * l * l);
+      copy_in(M[k], ws.a.data());
       ws.run();
       // X = U S V^T. Not transposed: G = U V^T. Transposed (X = M^T): M = V S U^T, so the
       // polar factor of M is V U^T = (V^T)^T U^T.
@@ -373,7 +373,7 @@ std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T
 #pragma omp parallel for schedule(static) num_threads(threads_)
   for (index_t k = 0; k < x.count(); ++k) {
     const T* p = x[k].data();
-    for (index_t i = 0; i < x.stride(); ++i)
+    for (index_t i = 0; i < x.rows() * x.cols(); ++i)
       if (!std::isfinite(p[i])) {
         first[k] = i;
         break;
