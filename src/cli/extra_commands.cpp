@@ -2,7 +2,17 @@
 
 namespace dcalign::cli {
 
-// Experiment and benchmark commands register here once their layers exist.
-void add_extra_commands(CLI::App&) {}
+#ifdef DCALIGN_HAVE_EXPERIMENT
+void add_experiment_command(CLI::App& app);
+#endif
+
+// Commands from layers that are optional at build time.
+void add_extra_commands(CLI::App& app) {
+#ifdef DCALIGN_HAVE_EXPERIMENT
+  add_experiment_command(app);
+#else
+  (void)app;
+#endif
+}
 
 }  // namespace dcalign::cli
