@@ -82,6 +82,40 @@ std::string machine_description() {
   return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
 }
 
+// A clearly artificial stand-in used when no real data is available: 10 Gaussian classes in
+// 64 features whose means lie in a 16-dimensional subspace, 6000 training and 2000 test samples.
+data::TrainTest synthetic_dataset(std::uint64_t seed) {
+  const index_t m = 64, k = 10, r = 16, n_train = 6000, n_test = 2000;
+  Rng rng(seed);
+  const Matrix<double> basis = random_normal<double>(r, m, rng);
+  const Matrix<double> centres = random_normal<double>(k, r, rng);
+  auto draw = [&](index_t n, const char* name) {
+    data::Dataset d;
+    d.name = name;
+    d.num_classes = k;
+    d.X = Matrix<double>(n, m);
+    d.y.resize(static_cast<size_t>(n));
+    for (index_t i = 0; i < n; ++i) {
+      const index_t cls = static_cast<index_t>(rng.below(k));
+      d.y[i] = static_cast<double>(cls);
+      std::vector<double> z(r);
+      for (index_t q = 0; q < r; ++q) z[q] = 1.5 * centres(cls, q) + rng.normal();
+      for (index_t j = 0; j < m; ++j) {
+        double v = 0.5 * rng.normal();
+        for (index_t q = 0; q < r; ++q) v += z[q] * basis(q, j) / 4.0;
+        d.X(i, j) = v;
+      }
+    }
+    for (index_t j = 0; j < m; ++j) d.feature_names.push_back("x" + std::to_string(j));
+    for (index_t c = 0; c < k; ++c) d.class_names.push_back("class " + std::to_string(c));
+    return d;
+  };
+  data::TrainTest tt;
+  tt.train = draw(n_train, "synthetic");
+  tt.test = draw(n_test, "synthetic");
+  return tt;
+}
+
 struct Split {
   std::vector<Matrix<double>> X, Y;            // per user: training and test features
   std::vector<std::vector<double>> y, yY;      // labels
@@ -130,15 +164,20 @@ class Runner {
     if (c_.trials < 1 || c_.users < 1 || c_.samples_per_user < 1 || c_.anchor_rows < 1)
       throw InvalidInput("experiment: trials, users, samples_per_user and anchor_rows must be >= 1");
     if (c_.conditions.empty()) throw InvalidInput("experiment: no conditions given");
-    data::dataset_files(c_.dataset);  // unknown names throw with the list of known ones
+    if (c_.dataset != "synthetic")
+      data::dataset_files(c_.dataset);  // unknown names throw with the list of known ones
   }
 
   void load() {
     data::LoadOptions lo;
     lo.data_dir = c_.data_dir;
     lo.verify_checksums = c_.verify_checksums;
-    if (progress_) progress_("loading " + c_.dataset);
-    auto tt = data::load_dataset(c_.dataset, lo);
+    if (progress_)
+      progress_(c_.dataset == "synthetic"
+                    ? std::string("dataset 'synthetic': ARTIFICIAL Gaussian classes, not real data")
+                    : "loading " + c_.dataset);
+    auto tt = c_.dataset == "synthetic" ? synthetic_dataset(derive(c_.seed, 3))
+                                        : data::load_dataset(c_.dataset, lo);
     train_ = std::move(tt.train);
     test_ = std::move(tt.test);
     if (test_.samples() == 0) {

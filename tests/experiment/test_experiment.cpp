@@ -1,0 +1,127 @@
+// The DC protocol runner: bad configurations fail before any work, a small MNIST run reaches
+// the accuracy the paper's protocol implies, and the same seed gives the same numbers.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "dcalign/data.hpp"
+#include "dcalign/experiment.hpp"
+
+namespace dcalign {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool have_mnist() {
+  return fs::exists(fs::path(data::resolve_data_dir("")) / "mnist" / "train-images-idx3-ubyte.gz");
+}
+
+experiment::Config small_mnist() {
+  experiment::Config c;
+  c.name = "smoke";
+  c.dataset = "mnist";
+  c.users = 20;
+  c.samples_per_user = 100;
+  c.test_samples = 2000;
+  c.anchor_rows = 500;
+  c.dim = 50;
+  c.conditions = {SpanCondition::same_span_orth};
+  c.methods = {"odc"};
+  c.models = {"svm"};
+  c.trials = 1;
+  c.seed = 5;
+  return c;
+}
+
+template <typename F>
+void expect_fails_fast(F&& f, const std::string& fragment) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    f();
+    ADD_FAILURE() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+  // "Before any work starts": no training happened (a fit takes far longer than loading).
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30.0);
+}
+
+TEST(Experiment, BadConfigsFailBeforeWork) {
+  auto c = small_mnist();
+  c.dataset = "synthetic";  // needs no files
+  c.methods = {"odc", "procrustes"};
+  expect_fails_fast([&] { experiment::run(c); }, "unknown method 'procrustes'");
+  c = small_mnist();
+  c.dataset = "synthetic";
+  c.dim = 65;
+  expect_fails_fast([&] { experiment::run(c); }, "exceeds the 64 features");
+  c = small_mnist();
+  c.dataset = "synthetic";
+  c.users = 100;
+  expect_fails_fast([&] { experiment::run(c); }, "exceed the 6000 training samples");
+  c = small_mnist();
+  c.models = {"forest"};
+  expect_fails_fast([&] { experiment::run(c); }, "unknown model 'forest'");
+  c = small_mnist();
+  c.dataset = "imagenet";
+  expect_fails_fast([&] { experiment::run(c); }, "imagenet");
+  c = small_mnist();
+  const auto empty = fs::temp_directory_path() / "dcalign_no_data";
+  fs::create_directories(empty);
+  c.data_dir = empty.string();
+  expect_fails_fast([&] { experiment::run(c); }, "mnist");
+}
+
+TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
+  const auto path = (fs::temp_directory_path() / "dcalign_bad.toml").string();
+  std::ofstream(path) << "dataset = \"mnist\"\nuserz = 3\n";
+  try {
+    experiment::load_config(path);
+    ADD_FAILURE();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("userz"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+  }
+  std::ofstream(path) << "dataset = \"mnist\"\nusers = \"many\"\n";
+  EXPECT_THROW(experiment::load_config(path), InvalidInput);
+  std::ofstream(path) << "dataset = \"mnist\"\nconditions = [\"SameSpan-Orth\", \"Weird\"]\n";
+  EXPECT_THROW(experiment::load_config(path), InvalidInput);
+  std::ofstream(path) << "dataset = [unterminated\n";
+  EXPECT_THROW(experiment::load_config(path), InvalidInput);
+  // The committed configs parse.
+  for (const char* f : {"default.toml", "mnist_table7.toml", "fashion_mnist_table7.toml",
+                        "pima_004_table2.toml", "default_synthetic.toml"}) {
+    const auto cfg = experiment::load_config(std::string(DCALIGN_TEST_DATA_DIR) +
+                                             "/../../experiments/" + f);
+    EXPECT_FALSE(cfg.dataset.empty()) << f;
+  }
+}
+
+TEST(Experiment, MnistSmokeOdcSameSpanOrthAbove90Percent) {
+  if (!have_mnist()) GTEST_SKIP() << "MNIST not found under " << data::resolve_data_dir("");
+  const auto res = experiment::run(small_mnist());
+  ASSERT_EQ(res.records.size(), 1u);
+  EXPECT_EQ(res.records[0].method, "odc");
+  EXPECT_GE(res.records[0].value, 0.90);
+}
+
+TEST(Experiment, SameSeedSameNumbers) {
+  auto c = small_mnist();
+  c.dataset = "synthetic";
+  c.users = 5;
+  c.dim = 10;
+  c.methods = {"central", "local", "imakura", "odc"};
+  c.models = {"knn", "mlp"};
+  c.conditions = {SpanCondition::diff_span};
+  const auto r1 = experiment::run(c), r2 = experiment::run(c);
+  ASSERT_EQ(r1.records.size(), r2.records.size());
+  for (size_t k = 0; k < r1.records.size(); ++k) EXPECT_EQ(r1.records[k].value, r2.records[k].value);
+  const std::string table = experiment::summary_table(r1);
+  EXPECT_NE(table.find("Central"), std::string::npos);
+  EXPECT_NE(table.find("DiffSpan"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace dcalign
