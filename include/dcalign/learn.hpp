@@ -1,0 +1,188 @@
+#pragma once
+// Learning layer: the downstream models and metrics of the end-to-end experiments (paper 001,
+// section 7: RBF SVM and a one-hidden-layer MLP on the aligned representations, accuracy,
+// ROC-AUC, PR-AUC and RMSE reported as mean +- 95% confidence half-width).
+//
+// Conventions shared by every model:
+//  * X is n x d with one sample per row (dcalign::Matrix<double>, column-major storage).
+//  * y holds one target per sample. For classification (num_classes = K >= 2) the targets are
+//    class indices 0..K-1 stored as doubles; num_classes = 0 means regression (real targets).
+//  * predict() returns class indices (as doubles) or regression values; predict_proba() returns
+//    an n x K matrix whose rows sum to one (classification only).
+//  * Every model is deterministic given ModelOptions::seed (and, for the LibTorch models, the
+//    thread count): the same seed gives identical predictions.
+//
+// LibTorch and LIBSVM stay behind this header: including it needs neither.
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dcalign/matrix.hpp"
+
+namespace dcalign::learn {
+
+/// Multi-layer perceptron, with scikit-learn's MLPClassifier / MLPRegressor semantics
+/// (solver="adam") and the paper's settings as defaults.
+struct MlpOptions {
+  std::vector<int> hidden_layers = {256};  ///< ReLU units per hidden layer.
+  double learning_rate = 1e-3;             ///< Adam step size (learning_rate_init).
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double alpha = 1e-4;         ///< L2 penalty: loss += alpha/2 * sum ||W||^2 / batch size.
+  int batch_size = 32;         ///< Clipped to the number of training samples.
+  int max_epochs = 1000;       ///< max_iter: passes over the training set.
+  bool early_stopping = true;  ///< Hold out validation_fraction, stop on its score.
+  double validation_fraction = 0.1;
+  int n_iter_no_change = 10;  ///< Stop after more than this many epochs without gain.
+  double tol = 1e-4;          ///< Minimum gain of the monitored score.
+  bool float64 = false;       ///< Train in double (as sklearn does) instead of float.
+};
+
+/// Multinomial logistic regression (L2, full-batch L-BFGS with strong-Wolfe line search),
+/// scikit-learn's LogisticRegression(C=1, lbfgs) objective:
+///   mean cross-entropy + ||W||^2 / (2 C n),   intercepts not penalised.
+struct LogRegOptions {
+  double C = 1.0;
+  int max_iter = 100;  ///< L-BFGS iterations.
+  double tol = 1e-4;   ///< Stop when the largest gradient entry is below this.
+};
+
+/// LIBSVM support vector machine with an RBF kernel (C-SVC, or epsilon-SVR for regression).
+struct SvmOptions {
+  double C = 1.0;
+  double gamma = 0.0;       ///< <= 0 means "scale": 1 / (d * Var(X)) over all entries of X.
+  double epsilon = 0.1;     ///< epsilon-SVR tube width (regression only).
+  double tol = 1e-3;        ///< LIBSVM stopping tolerance (-e).
+  double cache_mb = 200.0;  ///< Kernel cache size.
+  bool shrinking = true;
+  /// Fit LIBSVM's probability model (-b 1: internal 5-fold CV, several times slower). Needed
+  /// for predict_proba(); off by default as in scikit-learn's SVC(probability=False).
+  bool probability = false;
+};
+
+/// k-nearest neighbours, Euclidean distance.
+struct KnnOptions {
+  int k = 5;
+};
+
+struct ModelOptions {
+  std::uint64_t seed = 0;
+  /// "cpu", "cuda" or "cuda:N". Applies to the LibTorch models (mlp, logreg); asking for CUDA
+  /// where LibTorch has none throws BackendError. knn and svm always run on the CPU.
+  std::string device = "cpu";
+  /// CPU threads (LibTorch intra-op threads, OpenMP for knn/svm prediction); 0 = all cores.
+  /// LibTorch's setting is process-wide. Mini-batch MLP training (batch 32) gains little from
+  /// threads, and on a machine whose cores are busy elsewhere spinning threads can make it
+  /// many times slower than threads = 1. Same seed gives identical results for a fixed count.
+  int threads = 0;
+  MlpOptions mlp;
+  LogRegOptions logreg;
+  SvmOptions svm;
+  KnnOptions knn;
+};
+
+/// What a fit did; fields that do not apply to a model keep their defaults.
+struct FitInfo {
+  int iterations = 0;                     ///< MLP: epochs run; logreg: L-BFGS iterations.
+  std::vector<double> loss_curve;         ///< MLP: mean training loss (with penalty) per epoch.
+  std::vector<double> validation_scores;  ///< MLP early stopping: accuracy or R^2 per epoch.
+  double best_validation_score = std::numeric_limits<double>::quiet_NaN();
+  double gamma = std::numeric_limits<double>::quiet_NaN();  ///< SVM: RBF gamma used.
+  int support_vectors = 0;                                  ///< SVM: total support vectors.
+};
+
+/// A supervised model. The public calls validate their arguments (shapes, finiteness, labels,
+/// fitted state) and throw dcalign::InvalidInput; the model-specific work is in the *_impl hooks.
+class Model {
+ public:
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  /// Trains on X (n x d) and y (n). num_classes = 0: regression; >= 2: classification.
+  /// Refitting discards the previous fit.
+  void fit(const Matrix<double>& X, const std::vector<double>& y, int num_classes);
+  /// Class indices or regression values, one per row of X.
+  std::vector<double> predict(const Matrix<double>& X) const;
+  /// n x K class probabilities (classification only).
+  Matrix<double> predict_proba(const Matrix<double>& X) const;
+
+  virtual std::string name() const = 0;
+  bool fitted() const { return fitted_; }
+  int num_classes() const { return num_classes_; }
+  index_t num_features() const { return num_features_; }
+  const FitInfo& info() const { return info_; }
+  /// Trained parameters flattened in a fixed order (MLP and logreg weights and intercepts);
+  /// empty for the non-parametric models. For reproducibility checks.
+  virtual std::vector<double> parameters() const { return {}; }
+
+ protected:
+  Model() = default;
+  virtual bool supports_regression() const { return true; }
+  virtual void fit_impl(const Matrix<double>& X, const std::vector<double>& y) = 0;
+  virtual std::vector<double> predict_impl(const Matrix<double>& X) const = 0;
+  virtual Matrix<double> predict_proba_impl(const Matrix<double>& X) const = 0;
+  // Set by fit() before fit_impl() runs, so the hooks can read them.
+  int num_classes_ = 0;
+  index_t num_features_ = 0;
+  FitInfo info_;
+
+ private:
+  void check_predict_input(const Matrix<double>& X, const char* call) const;
+  bool fitted_ = false;
+};
+
+/// "mlp", "logreg", "svm" or "knn". Throws InvalidInput for an unknown name or invalid
+/// options, BackendError for an unavailable device.
+std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options = {});
+
+/// Whether LibTorch in this build can use a CUDA device.
+bool cuda_available();
+
+/// scikit-learn's gamma="scale" for X: 1 / (d * Var(X)), the population variance of all n*d
+/// entries; 1 when that variance is zero.
+double gamma_scale(const Matrix<double>& X);
+
+// ---------------------------------------------------------------------------------------------
+// Metrics. Labels are class indices stored as doubles, as predict() returns them. The matrix
+// forms have their own names (*_ovr) because a braced list of two or three numbers would
+// otherwise also match a Matrix constructor.
+
+/// Fraction of equal entries.
+double accuracy(const std::vector<double>& y_true, const std::vector<double>& y_pred);
+/// Root mean squared error.
+double rmse(const std::vector<double>& y_true, const std::vector<double>& y_pred);
+
+/// Binary ROC-AUC: y_true in {0, 1}, higher score = more likely class 1. Tied scores count 1/2
+/// (the Mann-Whitney statistic, equal to sklearn's roc_auc_score). Both classes must occur.
+double roc_auc(const std::vector<double>& y_true, const std::vector<double>& score);
+/// ROC-AUC from an n x K probability (or score) matrix: K = 2 uses column 1; K > 2 is the
+/// unweighted mean of the one-vs-rest AUCs (sklearn's multi_class="ovr", average="macro").
+/// Every class must occur in y_true.
+double roc_auc_ovr(const std::vector<double>& y_true, const Matrix<double>& proba);
+
+/// Binary average precision, sklearn's average_precision_score:
+///   AP = sum_k (R_k - R_{k-1}) P_k  over the distinct score thresholds, highest first.
+/// Class 1 must occur in y_true.
+double average_precision(const std::vector<double>& y_true, const std::vector<double>& score);
+/// Average precision from an n x K matrix: K = 2 uses column 1; K > 2 is the macro mean of the
+/// one-vs-rest values.
+double average_precision_ovr(const std::vector<double>& y_true, const Matrix<double>& proba);
+
+/// Mean and confidence half-width  t_{(1+level)/2, n-1} * s / sqrt(n)  (s with n-1 divisor).
+struct Summary {
+  double mean = 0.0;
+  double half_width = 0.0;  ///< NaN for a single value.
+  index_t count = 0;
+};
+Summary summarize(const std::vector<double>& values, double level = 0.95);
+
+/// Quantile of Student's t distribution with `dof` > 0 degrees of freedom, 0 < p < 1.
+double student_t_quantile(double p, double dof);
+/// Its CDF.
+double student_t_cdf(double t, double dof);
+/// Regularized incomplete beta function I_x(a, b), a, b > 0, 0 <= x <= 1.
+double incomplete_beta(double x, double a, double b);
+
+}  // namespace dcalign::learn

@@ -1,0 +1,21 @@
+#pragma once
+// Pieces shared by the learning-layer translation units. LibTorch is confined to
+// torch_models.cpp and LIBSVM to svm.cpp; this header includes neither.
+#include <memory>
+#include <string>
+
+#include "dcalign/learn.hpp"
+
+namespace dcalign::learn::detail {
+
+// Constructors of the concrete models; options are validated by make_model() beforehand,
+// except the device, which only the LibTorch side can check.
+std::unique_ptr<Model> make_mlp(const ModelOptions& options);
+std::unique_ptr<Model> make_logreg(const ModelOptions& options);
+std::unique_ptr<Model> make_svm(const ModelOptions& options);
+std::unique_ptr<Model> make_knn(const ModelOptions& options);
+
+// ModelOptions::threads resolved: the given count, or all hardware threads when it is 0.
+int resolve_threads(int requested);
+
+}  // namespace dcalign::learn::detail

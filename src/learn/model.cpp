@@ -1,0 +1,153 @@
+// Model base class (argument validation shared by all models) and the factory.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "learn/internal.hpp"
+
+namespace dcalign::learn {
+
+namespace {
+
+std::string fmt(double v) {
+  // std::to_string prints 6 decimals, which hides the fractional part of labels like 1.0000001.
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+// First non-finite entry of X, reported with its position so the caller can find it.
+void check_finite(const Matrix<double>& X, const std::string& where) {
+  for (index_t j = 0; j < X.cols(); ++j)
+    for (index_t i = 0; i < X.rows(); ++i)
+      if (!std::isfinite(X(i, j)))
+        throw InvalidInput(where + ": X(" + std::to_string(i) + ", " + std::to_string(j) + ") is " +
+                           fmt(X(i, j)) + "; expected finite features");
+}
+
+}  // namespace
+
+void Model::fit(const Matrix<double>& X, const std::vector<double>& y, int num_classes) {
+  const std::string where = name() + ".fit";
+  if (X.rows() < 1 || X.cols() < 1)
+    throw InvalidInput(where + ": X is " + std::to_string(X.rows()) + " x " +
+                       std::to_string(X.cols()) + "; expected at least one sample and feature");
+  if (static_cast<index_t>(y.size()) != X.rows())
+    throw InvalidInput(where + ": y has " + std::to_string(y.size()) + " entries but X has " +
+                       std::to_string(X.rows()) + " rows; expected one target per sample");
+  if (num_classes < 0 || num_classes == 1)
+    throw InvalidInput(where + ": num_classes = " + std::to_string(num_classes) +
+                       "; expected 0 (regression) or at least 2 classes");
+  if (num_classes == 0 && !supports_regression())
+    throw InvalidInput(where + ": num_classes = 0 asks for regression, which " + name() +
+                       " does not do; expected num_classes >= 2");
+  check_finite(X, where);
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double v = y[i];
+    if (num_classes == 0) {
+      if (!std::isfinite(v))
+        throw InvalidInput(where + ": y[" + std::to_string(i) + "] is " + fmt(v) +
+                           "; expected finite regression targets");
+    } else if (!(v >= 0.0 && v < num_classes && v == std::floor(v))) {
+      throw InvalidInput(where + ": y[" + std::to_string(i) + "] = " + fmt(v) +
+                         "; expected a class index in 0.." + std::to_string(num_classes - 1));
+    }
+  }
+  // A failed refit must not leave a half-trained model that claims to be fitted.
+  fitted_ = false;
+  num_classes_ = num_classes;
+  num_features_ = X.cols();
+  info_ = FitInfo();
+  fit_impl(X, y);
+  fitted_ = true;
+}
+
+void Model::check_predict_input(const Matrix<double>& X, const char* call) const {
+  const std::string where = name() + "." + call;
+  if (!fitted_) throw InvalidInput(where + ": called before fit; expected a fitted model");
+  if (X.cols() != num_features_)
+    throw InvalidInput(where + ": X has " + std::to_string(X.cols()) + " features; expected " +
+                       std::to_string(num_features_) + " as in the training data");
+  check_finite(X, where);
+}
+
+std::vector<double> Model::predict(const Matrix<double>& X) const {
+  check_predict_input(X, "predict");
+  if (X.rows() == 0) return {};
+  return predict_impl(X);
+}
+
+Matrix<double> Model::predict_proba(const Matrix<double>& X) const {
+  check_predict_input(X, "predict_proba");
+  if (num_classes_ == 0)
+    throw InvalidInput(name() +
+                       ".predict_proba: the model was fitted for regression; expected "
+                       "a classifier (num_classes >= 2)");
+  if (X.rows() == 0) return Matrix<double>(0, num_classes_);
+  return predict_proba_impl(X);
+}
+
+namespace detail {
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? static_cast<int>(hw) : 1;
+}
+
+}  // namespace detail
+
+namespace {
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw InvalidInput("make_model: " + what);
+}
+
+void validate(const std::string& kind, const ModelOptions& o) {
+  require(o.threads >= 0, "threads = " + std::to_string(o.threads) +
+                              "; expected 0 (all cores) or a positive count");
+  if (kind == "mlp") {
+    const MlpOptions& m = o.mlp;
+    for (size_t i = 0; i < m.hidden_layers.size(); ++i)
+      require(m.hidden_layers[i] > 0, "mlp.hidden_layers[" + std::to_string(i) +
+                                          "] = " + std::to_string(m.hidden_layers[i]) +
+                                          "; expected a positive layer width");
+    require(m.learning_rate > 0, "mlp.learning_rate must be positive");
+    require(m.beta1 >= 0 && m.beta1 < 1 && m.beta2 >= 0 && m.beta2 < 1,
+            "mlp.beta1 and mlp.beta2 must lie in [0, 1)");
+    require(m.epsilon > 0, "mlp.epsilon must be positive");
+    require(m.alpha >= 0, "mlp.alpha must be non-negative");
+    require(m.batch_size > 0, "mlp.batch_size = " + std::to_string(m.batch_size) +
+                                  "; expected a positive batch size");
+    require(m.max_epochs > 0, "mlp.max_epochs must be positive");
+    require(!m.early_stopping || (m.validation_fraction > 0 && m.validation_fraction < 1),
+            "mlp.validation_fraction = " + fmt(m.validation_fraction) +
+                "; expected a fraction in (0, 1) with early stopping");
+    require(m.n_iter_no_change > 0, "mlp.n_iter_no_change must be positive");
+    require(m.tol >= 0, "mlp.tol must be non-negative");
+  } else if (kind == "logreg") {
+    require(o.logreg.C > 0, "logreg.C = " + fmt(o.logreg.C) + "; expected C > 0");
+    require(o.logreg.max_iter > 0, "logreg.max_iter must be positive");
+    require(o.logreg.tol >= 0, "logreg.tol must be non-negative");
+  } else if (kind == "svm") {
+    // C, epsilon, tol and cache size are checked by LIBSVM's svm_check_parameter at fit time.
+    require(std::isfinite(o.svm.gamma), "svm.gamma must be finite (<= 0 selects \"scale\")");
+  } else if (kind == "knn") {
+    require(o.knn.k > 0, "knn.k = " + std::to_string(o.knn.k) + "; expected k >= 1");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options) {
+  validate(kind, options);
+  if (kind == "mlp") return detail::make_mlp(options);
+  if (kind == "logreg") return detail::make_logreg(options);
+  if (kind == "svm") return detail::make_svm(options);
+  if (kind == "knn") return detail::make_knn(options);
+  throw InvalidInput("make_model: unknown model \"" + kind +
+                     "\"; expected one of mlp, logreg, svm, knn");
+}
+
+}  // namespace dcalign::learn

@@ -1,0 +1,429 @@
+// The LibTorch models: MLP (scikit-learn MLPClassifier / MLPRegressor semantics) and
+// multinomial logistic regression. This is the only translation unit that includes LibTorch,
+// because its headers dominate compile time.
+//
+// Output layer convention (as scikit-learn): K > 2 classes -> K softmax outputs; K = 2 -> one
+// logistic output (probability of class 1); regression -> one identity output. For K = 2 this
+// matters beyond speed: with an L2 penalty a single logit is not the same model as two.
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "dcalign/random.hpp"
+#include "learn/internal.hpp"
+
+namespace dcalign::learn {
+
+bool cuda_available() { return torch::cuda::is_available(); }
+
+namespace {
+
+torch::Device parse_device(const std::string& name, const std::string& model) {
+  if (name == "cpu") return torch::Device(torch::kCPU);
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    if (!torch::cuda::is_available())
+      throw BackendError(model + ": device \"" + name +
+                         "\" requested but LibTorch reports no usable CUDA device (CPU-only "
+                         "LibTorch build, no driver, or no visible GPU); use device \"cpu\"");
+    torch::Device dev(torch::kCPU);
+    try {
+      dev = torch::Device(name);
+    } catch (const c10::Error&) {
+      throw InvalidInput(model + ": device \"" + name + "\" is malformed; expected cuda:N");
+    }
+    const int count = static_cast<int>(torch::cuda::device_count());
+    if (dev.has_index() && dev.index() >= count)
+      throw BackendError(model + ": device \"" + name + "\" requested but only " +
+                         std::to_string(count) + " CUDA device(s) are visible");
+    return dev;
+  }
+  throw InvalidInput(model + ": device \"" + name + "\"; expected \"cpu\", \"cuda\" or \"cuda:N\"");
+}
+
+// X (column-major n x d) as a row-major n x d tensor. Column-major n x d is row-major d x n,
+// so the copy reads a transposed view of the caller's buffer; copying into a fresh tensor
+// (rather than contiguous(), which returns the view itself when n or d is 1) guarantees that
+// the result never aliases the caller's memory.
+torch::Tensor to_tensor(const Matrix<double>& X, torch::Dtype dtype, torch::Device device) {
+  auto view =
+      torch::from_blob(const_cast<double*>(X.data()), {X.cols(), X.rows()}, torch::kFloat64);
+  return torch::empty({X.rows(), X.cols()}, torch::kFloat64).copy_(view.t()).to(device, dtype);
+}
+
+// n x K tensor -> column-major Matrix<double>.
+Matrix<double> to_matrix(const torch::Tensor& t) {
+  auto host = t.to(torch::kCPU, torch::kFloat64).t().contiguous();  // K x n row-major
+  Matrix<double> out(t.size(0), t.size(1));
+  std::copy(host.data_ptr<double>(), host.data_ptr<double>() + out.size(), out.data());
+  return out;
+}
+
+std::vector<double> to_vector(const torch::Tensor& t) {
+  auto host = t.to(torch::kCPU, torch::kFloat64).contiguous().reshape({-1});
+  return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+}
+
+// Targets in the form the loss wants: class indices (int64, n) for K > 2, a float column
+// (n x 1) of 0/1 for K = 2 and of values for regression.
+torch::Tensor target_tensor(const std::vector<double>& y, int num_classes, torch::Dtype dtype,
+                            torch::Device device) {
+  auto host = torch::from_blob(const_cast<double*>(y.data()), {static_cast<int64_t>(y.size())},
+                               torch::kFloat64)
+                  .clone();
+  if (num_classes > 2) return host.to(device, torch::kInt64);
+  return host.reshape({-1, 1}).to(device, dtype);
+}
+
+int output_units(int num_classes) { return num_classes > 2 ? num_classes : 1; }
+
+// Mean data loss of a batch: cross-entropy (softmax or logistic) or half the squared error,
+// the loss functions of sklearn's MLP (log_loss, binary_log_loss, squared_loss).
+torch::Tensor data_loss(const torch::Tensor& out, const torch::Tensor& target, int num_classes) {
+  if (num_classes > 2) return torch::nn::functional::cross_entropy(out, target);
+  if (num_classes == 2) return torch::nn::functional::binary_cross_entropy_with_logits(out, target);
+  return 0.5 * torch::nn::functional::mse_loss(out, target);
+}
+
+torch::Tensor labels_from_output(const torch::Tensor& out, int num_classes) {
+  if (num_classes > 2) return out.argmax(1);
+  // sklearn thresholds the class-1 probability with p > 0.5, i.e. logit > 0.
+  return out.reshape({-1}).gt(0).to(torch::kInt64);
+}
+
+torch::Tensor proba_from_output(const torch::Tensor& out, int num_classes) {
+  if (num_classes > 2) return torch::softmax(out, 1);
+  auto p = torch::sigmoid(out.reshape({-1, 1}));
+  return torch::cat({1 - p, p}, 1);
+}
+
+// Weights W_l (fan_in x fan_out) and intercepts b_l of a stack of affine layers.
+struct Layers {
+  std::vector<torch::Tensor> W, b;
+
+  std::vector<torch::Tensor> all() const {
+    std::vector<torch::Tensor> p(W);
+    p.insert(p.end(), b.begin(), b.end());
+    return p;
+  }
+  // ReLU between layers, none after the last: the output is logits or regression values.
+  torch::Tensor forward(torch::Tensor h) const {
+    for (size_t l = 0; l < W.size(); ++l) {
+      h = torch::addmm(b[l], h, W[l]);
+      if (l + 1 < W.size()) h = torch::relu(h);
+    }
+    return h;
+  }
+  Layers clone() const {
+    Layers c;
+    for (const auto& w : W) c.W.push_back(w.detach().clone());
+    for (const auto& v : b) c.b.push_back(v.detach().clone());
+    return c;
+  }
+  std::vector<double> flat() const {
+    std::vector<double> out;
+    for (size_t l = 0; l < W.size(); ++l) {
+      for (const auto* t : {&W[l], &b[l]}) {
+        auto v = to_vector(t->detach());
+        out.insert(out.end(), v.begin(), v.end());
+      }
+    }
+    return out;
+  }
+};
+
+// Base for the two LibTorch models: device, threads and prediction from a Layers stack.
+class TorchModel : public Model {
+ public:
+  explicit TorchModel(const ModelOptions& o, const std::string& model)
+      : opt_(o), device_(parse_device(o.device, model)) {}
+
+  std::vector<double> parameters() const override { return layers_.flat(); }
+
+ protected:
+  void use_threads() const { torch::set_num_threads(detail::resolve_threads(opt_.threads)); }
+
+  torch::Tensor output(const Matrix<double>& X) const {
+    use_threads();
+    torch::NoGradGuard no_grad;
+    return layers_.forward(to_tensor(X, dtype_, device_));
+  }
+  std::vector<double> predict_impl(const Matrix<double>& X) const override {
+    auto out = output(X);
+    if (num_classes_ == 0) return to_vector(out);
+    return to_vector(labels_from_output(out, num_classes_));
+  }
+  Matrix<double> predict_proba_impl(const Matrix<double>& X) const override {
+    return to_matrix(proba_from_output(output(X), num_classes_));
+  }
+
+  ModelOptions opt_;
+  torch::Device device_;
+  torch::Dtype dtype_ = torch::kFloat32;
+  Layers layers_;
+};
+
+// ---------------------------------------------------------------------------------------------
+
+class Mlp final : public TorchModel {
+ public:
+  explicit Mlp(const ModelOptions& o) : TorchModel(o, "mlp") {
+    dtype_ = o.mlp.float64 ? torch::kFloat64 : torch::kFloat32;
+  }
+  std::string name() const override { return "mlp"; }
+
+ protected:
+  void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override;
+
+ private:
+  void init_layers(index_t d, Rng& rng);
+  double validation_score(const torch::Tensor& Xv, const std::vector<double>& yv) const;
+};
+
+// sklearn's _init_coef: for each layer, W then b drawn from U(-r, r) with
+// r = sqrt(6 / (fan_in + fan_out)) (Glorot uniform for ReLU networks; biases too).
+void Mlp::init_layers(index_t d, Rng& rng) {
+  std::vector<int64_t> sizes{d};
+  for (int h : opt_.mlp.hidden_layers) sizes.push_back(h);
+  sizes.push_back(output_units(num_classes_));
+  layers_ = Layers();
+  for (size_t l = 0; l + 1 < sizes.size(); ++l) {
+    const int64_t fan_in = sizes[l], fan_out = sizes[l + 1];
+    const double r = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+    std::vector<double> w(static_cast<size_t>(fan_in * fan_out)), b(static_cast<size_t>(fan_out));
+    for (auto& v : w) v = (2.0 * rng.uniform() - 1.0) * r;
+    for (auto& v : b) v = (2.0 * rng.uniform() - 1.0) * r;
+    auto make = [&](std::vector<double>& v, c10::IntArrayRef shape) {
+      return torch::from_blob(v.data(), shape, torch::kFloat64)
+          .to(device_, dtype_)
+          .clone()
+          .requires_grad_(true);
+    };
+    layers_.W.push_back(make(w, {fan_in, fan_out}));
+    layers_.b.push_back(make(b, {fan_out}));
+  }
+}
+
+// Accuracy for classification, R^2 for regression (sklearn's score(); with constant targets
+// R^2 is 1 for a perfect fit and 0 otherwise, as r2_score's force_finite).
+double Mlp::validation_score(const torch::Tensor& Xv, const std::vector<double>& yv) const {
+  torch::NoGradGuard no_grad;
+  auto out = layers_.forward(Xv);
+  if (num_classes_ > 0) {
+    const auto pred = to_vector(labels_from_output(out, num_classes_));
+    return accuracy(yv, pred);
+  }
+  const auto pred = to_vector(out);
+  double mean = 0.0;
+  for (double v : yv) mean += v;
+  mean /= static_cast<double>(yv.size());
+  double ss_res = 0.0, ss_tot = 0.0;
+  for (size_t i = 0; i < yv.size(); ++i) {
+    ss_res += (yv[i] - pred[i]) * (yv[i] - pred[i]);
+    ss_tot += (yv[i] - mean) * (yv[i] - mean);
+  }
+  if (ss_tot == 0.0) return ss_res == 0.0 ? 1.0 : 0.0;
+  return 1.0 - ss_res / ss_tot;
+}
+
+void Mlp::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
+  const MlpOptions& m = opt_.mlp;
+  use_threads();
+  // Nothing below draws from LibTorch's generator (initialisation and shuffling use Rng, so
+  // they do not depend on the device), but seeding it keeps any future use reproducible.
+  torch::manual_seed(opt_.seed);
+  Rng rng(opt_.seed);
+  const index_t n = X.rows(), d = X.cols();
+  init_layers(d, rng);
+
+  // Validation split (sklearn: train_test_split, test_size = ceil(fraction * n)); a random,
+  // not stratified, subset.
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  auto shuffle = [&rng](std::vector<int64_t>& v) {
+    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+  };
+  index_t n_val = 0;
+  if (m.early_stopping) {
+    n_val = static_cast<index_t>(std::ceil(m.validation_fraction * static_cast<double>(n)));
+    if (n - n_val < 1)
+      throw InvalidInput("mlp.fit: " + std::to_string(n) +
+                         " samples leave none for training "
+                         "after the early-stopping validation split; expected more samples");
+    shuffle(order);
+  }
+  const index_t n_train = n - n_val;
+  auto rows_of = [&](index_t begin, index_t count) {
+    auto idx = torch::from_blob(order.data() + begin, {count}, torch::kInt64).clone();
+    return idx;
+  };
+  auto X_all = to_tensor(X, dtype_, device_);
+  auto y_all = target_tensor(y, num_classes_, dtype_, device_);
+  auto train_idx = rows_of(0, n_train).to(device_);
+  auto Xt = X_all.index_select(0, train_idx);
+  auto yt = y_all.index_select(0, train_idx);
+  torch::Tensor Xv;
+  std::vector<double> yv;
+  if (n_val > 0) {
+    Xv = X_all.index_select(0, rows_of(n_train, n_val).to(device_));
+    for (index_t i = n_train; i < n; ++i) yv.push_back(y[static_cast<size_t>(order[i])]);
+  }
+  X_all = torch::Tensor();
+  y_all = torch::Tensor();
+
+  // Adam state. sklearn's update differs from torch::optim::Adam in where epsilon enters:
+  //   p -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)
+  // so it is written out here rather than borrowed.
+  auto params = layers_.all();
+  std::vector<torch::Tensor> mom, vel;
+  for (const auto& p : params) {
+    mom.push_back(torch::zeros_like(p).detach());
+    vel.push_back(torch::zeros_like(p).detach());
+  }
+  int64_t step = 0;
+
+  const index_t batch = std::min<index_t>(std::max(m.batch_size, 1), n_train);
+  std::vector<int64_t> perm(static_cast<size_t>(n_train));
+  for (index_t i = 0; i < n_train; ++i) perm[static_cast<size_t>(i)] = i;
+
+  double best_score = -std::numeric_limits<double>::infinity();
+  double best_loss = std::numeric_limits<double>::infinity();
+  Layers best;
+  int no_improvement = 0;
+  for (int epoch = 0; epoch < m.max_epochs; ++epoch) {
+    shuffle(perm);
+    auto perm_t = torch::from_blob(perm.data(), {n_train}, torch::kInt64).to(device_);
+    // Accumulated on the device so that a GPU run does not synchronise once per batch.
+    auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
+    for (index_t start = 0; start < n_train; start += batch) {
+      const index_t nb = std::min(batch, n_train - start);
+      auto idx = perm_t.slice(0, start, start + nb);
+      auto out = layers_.forward(Xt.index_select(0, idx));
+      auto loss = data_loss(out, yt.index_select(0, idx), num_classes_);
+      // sklearn's penalty: alpha/2 * sum of squared weights (not intercepts) / batch size.
+      if (m.alpha > 0) {
+        torch::Tensor sq = torch::zeros({}, out.options());
+        for (const auto& w : layers_.W) sq = sq + w.pow(2).sum();
+        loss = loss + (0.5 * m.alpha / static_cast<double>(nb)) * sq;
+      }
+      auto grads = torch::autograd::grad({loss}, params);
+      ++step;
+      const double lr_t = m.learning_rate *
+                          std::sqrt(1.0 - std::pow(m.beta2, static_cast<double>(step))) /
+                          (1.0 - std::pow(m.beta1, static_cast<double>(step)));
+      {
+        torch::NoGradGuard no_grad;
+        for (size_t k = 0; k < params.size(); ++k) {
+          mom[k].mul_(m.beta1).add_(grads[k], 1.0 - m.beta1);
+          vel[k].mul_(m.beta2).addcmul_(grads[k], grads[k], 1.0 - m.beta2);
+          params[k].addcdiv_(mom[k], vel[k].sqrt().add_(m.epsilon), -lr_t);
+        }
+        loss_sum += loss.detach().to(torch::kFloat64) * static_cast<double>(nb);
+      }
+    }
+    const double epoch_loss = loss_sum.item<double>() / static_cast<double>(n_train);
+    info_.loss_curve.push_back(epoch_loss);
+    info_.iterations = epoch + 1;
+    // sklearn's _update_no_improvement_count: a gain below tol counts as no improvement, but
+    // any gain still updates the best score (and, with early stopping, the kept weights).
+    if (m.early_stopping) {
+      const double score = validation_score(Xv, yv);
+      info_.validation_scores.push_back(score);
+      if (score < best_score + m.tol)
+        ++no_improvement;
+      else
+        no_improvement = 0;
+      if (score > best_score) {
+        best_score = score;
+        best = layers_.clone();
+      }
+    } else {
+      if (epoch_loss > best_loss - m.tol)
+        ++no_improvement;
+      else
+        no_improvement = 0;
+      if (epoch_loss < best_loss) best_loss = epoch_loss;
+    }
+    if (!std::isfinite(epoch_loss))
+      throw NumericalError("mlp.fit: training loss became " + std::to_string(epoch_loss) +
+                           " in epoch " + std::to_string(epoch + 1) +
+                           "; the learning rate may be too large for unscaled inputs");
+    if (no_improvement > m.n_iter_no_change) break;
+  }
+  if (m.early_stopping) {
+    info_.best_validation_score = best_score;
+    layers_ = std::move(best);
+  }
+  // Prediction needs no autograd bookkeeping on the kept weights.
+  for (auto& w : layers_.W) w = w.detach();
+  for (auto& b : layers_.b) b = b.detach();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+// Multinomial logistic regression, full-batch L-BFGS in double precision from zero weights;
+// deterministic without any random draw (the seed is not used).
+class LogReg final : public TorchModel {
+ public:
+  explicit LogReg(const ModelOptions& o) : TorchModel(o, "logreg") { dtype_ = torch::kFloat64; }
+  std::string name() const override { return "logreg"; }
+
+ protected:
+  bool supports_regression() const override { return false; }
+  void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override;
+};
+
+void LogReg::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
+  const LogRegOptions& o = opt_.logreg;
+  use_threads();
+  const index_t n = X.rows(), d = X.cols();
+  const int64_t k = output_units(num_classes_);
+  auto opts = torch::TensorOptions().dtype(dtype_).device(device_);
+  layers_ = Layers();
+  layers_.W.push_back(torch::zeros({d, k}, opts).requires_grad_(true));
+  layers_.b.push_back(torch::zeros({k}, opts).requires_grad_(true));
+  auto Xt = to_tensor(X, dtype_, device_);
+  auto yt = target_tensor(y, num_classes_, dtype_, device_);
+
+  // sklearn's objective C * sum(loss) + ||W||^2 / 2, divided by C n so that the gradient
+  // tolerance does not scale with n (recent scikit-learn versions scale it the same way).
+  const double penalty = 1.0 / (2.0 * o.C * static_cast<double>(n));
+  torch::optim::LBFGS opt(layers_.all(), torch::optim::LBFGSOptions(1.0)
+                                             .max_iter(o.max_iter)
+                                             .max_eval(o.max_iter * 20)
+                                             .tolerance_grad(o.tol)
+                                             .tolerance_change(1e-14)
+                                             .history_size(10)
+                                             .line_search_fn("strong_wolfe"));
+  auto closure = [&]() {
+    opt.zero_grad();
+    auto loss =
+        data_loss(layers_.forward(Xt), yt, num_classes_) + penalty * layers_.W[0].pow(2).sum();
+    loss.backward();
+    return loss;
+  };
+  opt.step(closure);
+  for (const auto& entry : opt.state())
+    info_.iterations =
+        static_cast<int>(static_cast<const torch::optim::LBFGSParamState&>(*entry.second).n_iter());
+  auto loss = closure();
+  info_.loss_curve.push_back(loss.item<double>());
+  for (auto& w : layers_.W) w = w.detach();
+  for (auto& b : layers_.b) b = b.detach();
+}
+
+}  // namespace
+
+namespace detail {
+
+std::unique_ptr<Model> make_mlp(const ModelOptions& options) {
+  return std::make_unique<Mlp>(options);
+}
+std::unique_ptr<Model> make_logreg(const ModelOptions& options) {
+  return std::make_unique<LogReg>(options);
+}
+
+}  // namespace detail
+}  // namespace dcalign::learn
