@@ -4,7 +4,7 @@
 //   conditions = ["SameSpan-Orth", "SameSpan", "DiffSpan-Orth", "DiffSpan"]
 //   methods = ["central", "local", "imakura", "kawakami", "odc"]
 //   models = ["svm", "mlp"]
-#include <toml++/toml.hpp>
+#include <toml++/toml.h>
 
 #include <set>
 
