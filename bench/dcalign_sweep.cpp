@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <set>
@@ -77,6 +79,49 @@ json load_average() {
   double l1 = 0, l5 = 0, l15 = 0;
   if (!(f >> l1 >> l5 >> l15)) return nullptr;
   return json::array({l1, l5, l15});
+}
+
+// CPU time of the whole machine and of this process (with its waited-for children, i.e. the
+// peers), in seconds. The difference over a point is what other processes used meanwhile.
+struct CpuSample {
+  double wall = 0, busy = 0, own = 0;
+};
+
+CpuSample sample_cpu() {
+  CpuSample s;
+  s.wall = now_seconds();
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::ifstream st("/proc/stat");
+  std::string label;
+  long long v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  st >> label;
+  for (auto& x : v) st >> x;
+  // user nice system idle iowait irq softirq steal: everything but idle and iowait is busy.
+  s.busy = static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / tick;
+  std::ifstream self("/proc/self/stat");
+  std::string all((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  const auto close = all.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream rest(all.substr(close + 2));
+    std::vector<std::string> f;
+    std::string tok;
+    while (rest >> tok) f.push_back(tok);
+    // Fields 14-17 of proc(5) (utime, stime, cutime, cstime) are 11-14 after the ')'.
+    if (f.size() > 14)
+      s.own = static_cast<double>(std::stoll(f[11]) + std::stoll(f[12]) + std::stoll(f[13]) +
+                                  std::stoll(f[14])) /
+              tick;
+  }
+  return s;
+}
+
+// CPU time other processes used between two samples, as a fraction of all logical CPUs.
+double other_cpu_fraction(const CpuSample& a, const CpuSample& b) {
+  const double cpus = static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+  const double wall = b.wall - a.wall;
+  if (wall <= 0) return 0;
+  const double f = ((b.busy - a.busy) - (b.own - a.own)) / (wall * cpus);
+  return std::min(1.0, std::max(0.0, f));
 }
 
 // Output of a shell command (stdout), or "" when it fails. Only for descriptive fields.
@@ -373,6 +418,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 20240601;
   double max_seconds = 60;
   bool restart = false;
+  double quiet_below = 0, quiet_max_wait = 600, redo_busy = -1;
   std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
   std::string peer_dir = DCALIGN_BENCH_DIR;
   app.add_option("--sweep", sweep, "free parameter: a, l or c")->required();
@@ -413,6 +459,17 @@ int main(int argc, char** argv) {
   app.add_option("--out", out, "output JSON (the CSV goes next to it, .csv)")->required();
   app.add_flag("--restart", restart,
                "discard an existing output file instead of resuming it");
+  app.add_option("--quiet-below", quiet_below,
+                 "before each point, wait until other processes use less than this fraction "
+                 "of the CPUs (over 2 s); 0: do not wait")
+      ->capture_default_str();
+  app.add_option("--quiet-max-wait", quiet_max_wait,
+                 "give up waiting for quiet after this many seconds per point (then measure)")
+      ->capture_default_str();
+  app.add_option("--redo-busy", redo_busy,
+                 "when resuming, re-measure points during which other processes used more than "
+                 "this fraction of the CPUs; negative: keep every finished point")
+      ->capture_default_str();
   app.add_option("--python", python, "Python interpreter of the peers")->capture_default_str();
   app.add_option("--peer-dir", peer_dir, "directory holding <peer>_peer.py")
       ->capture_default_str();
@@ -492,12 +549,44 @@ int main(int argc, char** argv) {
     csv_path.replace_extension(".csv");
     if (json_path.has_parent_path()) fs::create_directories(json_path.parent_path());
 
+    doc->set_redo_above(redo_busy);
     dcalign::bench::LoopHooks hooks;
     hooks.clock = now_seconds;
-    hooks.before_point = [] {
-      return json{{"started", utc_timestamp()}, {"load_average_start", load_average()}};
+    CpuSample point_start;
+    hooks.before_point = [&] {
+      // Other users of this machine distort timings: optionally wait for a quiet moment, and
+      // in any case record how busy it was before and during the point.
+      const double t0 = now_seconds();
+      double before = 0;
+      bool quiet = true;
+      for (;;) {
+        const CpuSample a = sample_cpu();
+        usleep(2000000);
+        before = other_cpu_fraction(a, sample_cpu());
+        if (quiet_below <= 0 || before < quiet_below) break;
+        if (now_seconds() - t0 > quiet_max_wait) {
+          quiet = false;
+          std::cerr << "[sweep] still busy after " << quiet_max_wait << " s (other processes use "
+                    << before << " of the CPUs); measuring anyway\n";
+          break;
+        }
+        std::cerr << "[sweep] waiting: other processes use " << before << " of the CPUs\n";
+        usleep(8000000);
+      }
+      json extra{{"started", utc_timestamp()},
+                 {"load_average_start", load_average()},
+                 {"other_cpu_before", before}};
+      if (quiet_below > 0) {
+        extra["waited_seconds"] = now_seconds() - t0;
+        extra["quiet"] = quiet;
+      }
+      point_start = sample_cpu();
+      return extra;
     };
-    hooks.after_point = [] { return json{{"load_average_end", load_average()}}; };
+    hooks.after_point = [&] {
+      return json{{"load_average_end", load_average()},
+                  {"other_cpu_fraction", other_cpu_fraction(point_start, sample_cpu())}};
+    };
     const int n = dcalign::bench::run_sweep(*doc, cfg, runners, json_path.string(),
                                             csv_path.string(), std::cerr, hooks);
     doc->end_session({{"finished", utc_timestamp()},

@@ -263,16 +263,27 @@ SweepDoc SweepDoc::resume(const SweepConfig& cfg, json existing, json machine) {
   return d;
 }
 
-bool SweepDoc::has_point(long x) const {
+const json* SweepDoc::find_point(long x) const {
   for (const auto& p : doc_["points"])
-    if (p.value("x", -1L) == x) return true;
-  return false;
+    if (p.value("x", -1L) == x) return &p;
+  return nullptr;
+}
+
+bool SweepDoc::has_point(long x) const { return find_point(x) != nullptr; }
+
+bool SweepDoc::all_present() const {
+  for (long x : cfg_.values)
+    if (!has_point(x)) return false;
+  return true;
 }
 
 std::vector<long> SweepDoc::pending() const {
   std::vector<long> out;
-  for (long x : cfg_.values)
-    if (!has_point(x)) out.push_back(x);
+  for (long x : cfg_.values) {
+    const json* p = find_point(x);
+    if (!p || (redo_above_ >= 0 && p->value("other_cpu_fraction", 0.0) > redo_above_))
+      out.push_back(x);
+  }
   return out;
 }
 
@@ -308,6 +319,11 @@ void SweepDoc::add_point(long x, std::vector<json> results, const json& extra) {
   for (const auto& [k, v] : extra.items()) p[k] = v;
   p["results"] = std::move(results);
   auto& pts = doc_["points"];
+  for (auto old = pts.begin(); old != pts.end(); ++old)
+    if (old->value("x", -1L) == x) {
+      pts.erase(old);
+      break;
+    }
   auto it = pts.begin();
   while (it != pts.end() && it->value("x", -1L) < x) ++it;
   pts.insert(it, std::move(p));
@@ -410,8 +426,8 @@ int run_sweep(SweepDoc& doc, const SweepConfig& cfg, const std::vector<Runner*>&
     log << "[sweep] point " << done_before + i + 1 << " of " << total << ": " << cfg.sweep << " = "
         << x << " (a, l, c) = (" << shape.a << ", " << shape.l << ", " << shape.c << ")\n";
     log.flush();
-    const double t0 = hooks.clock();
     json extra = hooks.before_point ? hooks.before_point() : json::object();
+    const double t0 = hooks.clock();
     std::vector<json> results;
     for (Runner* runner : runners) {
       std::vector<Series> todo;
@@ -443,12 +459,16 @@ int run_sweep(SweepDoc& doc, const SweepConfig& cfg, const std::vector<Runner*>&
     extra["wall_seconds"] = last_point;
     doc.add_point(x, std::move(results), extra);
     ++measured;
-    doc.set_complete(doc.pending().empty());
+    doc.set_complete(doc.all_present());
     save();
     const double elapsed = hooks.clock() - t_start;
     const size_t left = pending.size() - i - 1;
     log << "[sweep] point " << done_before + i + 1 << " of " << total << " done in "
         << format_duration(last_point) << "; elapsed " << format_duration(elapsed);
+    if (extra.contains("other_cpu_fraction"))
+      log << "; other processes used " << std::setprecision(2)
+          << extra["other_cpu_fraction"].get<double>() * 100 << std::setprecision(6)
+          << "% of the CPUs";
     if (left > 0)
       // A rough estimate: points usually grow along a sweep (more left), while series that hit
       // the time cap drop out (less left).
@@ -457,7 +477,7 @@ int run_sweep(SweepDoc& doc, const SweepConfig& cfg, const std::vector<Runner*>&
     log << "\n";
     log.flush();
   }
-  doc.set_complete(doc.pending().empty());
+  doc.set_complete(doc.all_present());
   save();
   return measured;
 }

@@ -121,12 +121,20 @@ class SweepDoc {
   static SweepDoc resume(const SweepConfig& cfg, json existing, json machine);
 
   bool has_point(long x) const;
-  /// Values of the configuration not yet in the document, in the configured order.
+  /// Every configured value has a point (possibly one to be re-measured).
+  bool all_present() const;
+  /// Points whose "other_cpu_fraction" (CPU time of other processes during the point, as a
+  /// fraction of all CPUs) is above `fraction` count as pending again, so that a later, quieter
+  /// run re-measures them. Negative (the default) keeps every finished point.
+  void set_redo_above(double fraction) { redo_above_ = fraction; }
+  /// Values of the configuration not yet in the document (or to be re-measured), in the
+  /// configured order.
   std::vector<long> pending() const;
   /// Empty when `s` is to be measured at x; otherwise why not: a smaller x at which the
   /// series' median exceeded max_seconds.
   std::string cap_reason(const Series& s, long x) const;
-  /// Appends a point (kept sorted by x). `extra` is merged into the point object.
+  /// Adds a point, replacing one with the same x (kept sorted by x). `extra` is merged into the
+  /// point object.
   void add_point(long x, std::vector<json> results, const json& extra);
   /// Records the start of a driver session (command line, load average).
   void begin_session(const json& session);
@@ -138,8 +146,10 @@ class SweepDoc {
 
  private:
   SweepDoc() = default;
+  const json* find_point(long x) const;
   SweepConfig cfg_;
   json doc_;
+  double redo_above_ = -1;
 };
 
 /// Writes `content` to `path` through a temporary file in the same directory and a rename, so
