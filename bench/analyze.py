@@ -150,11 +150,56 @@ def loglog_fit(x, t):
 # ------------------------------------------------------------------------------------------------
 # Reading sweep files.
 
+REQUIRED = {
+    "document": ["schema", "parameters", "machine", "sessions", "complete", "points"],
+    "parameters": ["sweep", "values", "fixed", "methods", "precisions", "backends", "peers",
+                   "warmup", "repetitions", "seed", "threads", "max_seconds", "svd"],
+    "machine": ["cpu", "threads", "openblas_config", "compiler", "dcalign_version", "backends",
+                "gpu", "peers"],
+    "session": ["started", "command"],
+    "point": ["x", "a", "l", "c", "results"],
+    "result": ["impl", "method", "backend", "precision", "status"],
+    "result ok": ["median", "min", "max", "seconds", "warmup_seconds"],
+    "result not ok": ["reason"],
+}
+
+
+def schema_problems(doc):
+    """Missing keys of a dcalign-sweep/1 document (see bench/README.md), as readable strings."""
+    problems = []
+
+    def need(obj, what, where):
+        if not isinstance(obj, dict):
+            problems.append(f"{where}: not an object")
+            return False
+        missing = [k for k in REQUIRED[what] if k not in obj]
+        problems.extend(f"{where}: missing '{k}'" for k in missing)
+        return not missing
+
+    if not need(doc, "document", "document"):
+        return problems
+    if doc["schema"] != "dcalign-sweep/1":
+        problems.append(f"document: schema is {doc['schema']!r}, expected 'dcalign-sweep/1'")
+    need(doc["parameters"], "parameters", "parameters")
+    need(doc["machine"], "machine", "machine")
+    for i, s in enumerate(doc["sessions"]):
+        need(s, "session", f"sessions[{i}]")
+    for i, p in enumerate(doc["points"]):
+        if not need(p, "point", f"points[{i}]"):
+            continue
+        for j, r in enumerate(p["results"]):
+            where = f"points[{i}].results[{j}]"
+            if need(r, "result", where):
+                need(r, "result ok" if r["status"] == "ok" else "result not ok", where)
+    return problems
+
+
 def load(path):
     with open(path) as f:
         doc = json.load(f)
-    if doc.get("schema") != "dcalign-sweep/1":
-        raise SystemExit(f"{path}: not a dcalign-sweep/1 file")
+    problems = schema_problems(doc)
+    if problems:
+        raise SystemExit(f"{path}: not a valid dcalign-sweep/1 file:\n  " + "\n  ".join(problems))
     return doc
 
 

@@ -9,7 +9,6 @@ Usage: plot.py bench/results/cpu/sweep_l.json sweep_a.json sweep_c.json --out fi
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -18,6 +17,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
+from analyze import load  # noqa: E402  (reads and checks a sweep file)
+
 COLORS = {"odc": "tab:red", "imakura": "tab:blue", "kawakami": "tab:green", "gopp": "tab:purple"}
 NAMES = {"odc": "ODC", "imakura": "Imakura-DC", "kawakami": "Kawakami-DC", "gopp": "GOPP"}
 STYLES = {("dcalign", "cpu"): "-", ("dcalign", "cuda"): "-.", ("numpy", "cpu"): "--",
@@ -25,14 +26,6 @@ STYLES = {("dcalign", "cpu"): "-", ("dcalign", "cuda"): "-.", ("numpy", "cpu"): 
 MARKERS = {"dcalign": "o", "numpy": "s", "torch": "^"}
 AXIS = {"l": "latent dimension $\\ell$", "a": "anchor size $a$", "c": "number of users $c$"}
 PANEL_ORDER = ["l", "a", "c"]
-
-
-def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    if doc.get("schema") != "dcalign-sweep/1":
-        raise SystemExit(f"{path}: not a dcalign-sweep/1 file")
-    return doc
 
 
 def series(doc):
