@@ -318,13 +318,23 @@ def describe_sweep(doc):
 
 
 def load_summary(doc):
-    """min / median / max of the 1-minute load average at the start of the points."""
+    """How busy the machine was: the 1-minute load average at the start of the points (which
+    includes the sweep's own recent work) and the share of the CPUs other processes used
+    during each point (measured by the driver from /proc)."""
     loads = sorted(pt["load_average_start"][0] for pt in doc["points"]
                    if pt.get("load_average_start"))
     if not loads:
-        return "not recorded"
-    return (f"1-min load average at the start of the points: min {loads[0]:.2f}, "
+        return "load not recorded"
+    text = (f"1-min load average at the start of the points: min {loads[0]:.2f}, "
             f"median {loads[len(loads) // 2]:.2f}, max {loads[-1]:.2f}")
+    other = sorted(pt["other_cpu_fraction"] for pt in doc["points"]
+                   if "other_cpu_fraction" in pt)
+    if other:
+        busy = sum(1 for v in other if v > 0.1)
+        text += (f"; CPU share used by other processes during a point: median "
+                 f"{100 * other[len(other) // 2]:.1f}%, max {100 * other[-1]:.1f}% "
+                 f"({busy} of {len(other)} points above 10%)")
+    return text
 
 
 def machine_lines(doc):
@@ -533,16 +543,21 @@ def point_speedups(docs):
                 q = by[peer]
                 ok = r.get("status") == "ok" and q.get("status") == "ok"
                 load = p.get("load_average_start") or [float("nan")]
+                other = p.get("other_cpu_fraction")
                 rows.append([f"({shape[0]}, {shape[1]}, {shape[2]})", series_label(key),
                              fmt_s(r["median"]) if r.get("status") == "ok" else r.get("status"),
                              fmt_s(q["median"]) if q.get("status") == "ok" else q.get("status"),
                              fmt_ratio(q["median"] / r["median"]) if ok else "",
-                             len(r.get("seconds", [])), f"{load[0]:.2f}", name])
+                             len(r.get("seconds", [])), f"{load[0]:.2f}",
+                             "" if other is None else f"{100 * other:.1f}%", name])
     if not rows:
         return []
     return ["## dcalign vs peer at every measured point (median seconds)", "",
+            "Load: 1-minute load average at the start of the point (includes the sweep's own "
+            "work just before); others: share of the CPUs used by other processes while the "
+            "point was measured.", "",
             md_table(["(a, l, c)", "series", "dcalign", "peer", "speed-up", "reps",
-                      "load (1 min)", "file"], rows), ""]
+                      "load", "others", "file"], rows), ""]
 
 
 def main(argv=None):
