@@ -1,0 +1,114 @@
+// Where ODC's time goes on the CPU backend: the whole align() call and its two kernels, the
+// product W^T Z (one GEMM over all users) and the batched polar step (one small SVD per user),
+// each also in the form the NumPy peer uses (one GEMM per user; users one after the other).
+// Used to explain the issue-2 ratios (bench/README.md). Only the public API is used.
+//
+//   bm_odc_parts --benchmark_filter=. [--benchmark_min_time=1s]
+//   DCALIGN_BENCH_THREADS=1 bm_odc_parts ...   (default: all logical CPUs)
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "dcalign/align.hpp"
+#include "dcalign/backend.hpp"
+#include "dcalign/random.hpp"
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace {
+
+int threads() {
+  const char* t = std::getenv("DCALIGN_BENCH_THREADS");
+  const int n = t ? std::atoi(t) : 0;
+  return n > 0 ? n : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+struct Setup {
+  std::shared_ptr<dcalign::Backend> backend;
+  dcalign::Stack<double> A;
+  dcalign::Matrix<double> Z;
+  Setup(long a, long l, long c, int nthreads) : A(c, a, l), Z(a, l) {
+    openblas_set_num_threads(nthreads);
+    backend = dcalign::make_backend(dcalign::Device::cpu, dcalign::BackendOptions{nthreads, 0, false});
+    dcalign::Rng rng(7);
+    for (dcalign::index_t i = 0; i < A.size(); ++i) A.data()[i] = rng.uniform();
+    for (dcalign::index_t i = 0; i < Z.size(); ++i) Z.data()[i] = rng.uniform();
+  }
+};
+
+void args(benchmark::internal::Benchmark* b) {
+  // The issue-2 points (a, l, c).
+  b->Args({1000, 50, 50})->Args({20000, 50, 50})->Args({1000, 50, 1000})->Args({1000, 950, 50});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+void BM_OdcAlign(benchmark::State& st) {
+  Setup s(st.range(0), st.range(1), st.range(2), threads());
+  dcalign::AlignOptions o;
+  o.evaluate = false;
+  for (auto _ : st) benchmark::DoNotOptimize(dcalign::align(s.A, o, *s.backend));
+}
+BENCHMARK(BM_OdcAlign)->Apply(args);
+
+// M = W^T Z, (c l) x l: the product of procrustes_step.
+void BM_ProductOneGemm(benchmark::State& st) {
+  const long a = st.range(0), l = st.range(1), c = st.range(2);
+  Setup s(a, l, c, threads());
+  auto& p = s.backend->f64();
+  std::vector<double> m(static_cast<size_t>(c * l * l));
+  for (auto _ : st)
+    p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(),
+           0.0, dcalign::MatrixView<double>(m.data(), c * l, l));
+}
+BENCHMARK(BM_ProductOneGemm)->Apply(args);
+
+// The same products as c GEMMs A_i^T Z with threaded BLAS: what the NumPy loop does.
+void BM_ProductPerUser(benchmark::State& st) {
+  const long a = st.range(0), l = st.range(1), c = st.range(2);
+  Setup s(a, l, c, threads());
+  auto& p = s.backend->f64();
+  std::vector<double> m(static_cast<size_t>(c * l * l));
+  for (auto _ : st)
+    for (long k = 0; k < c; ++k)
+      p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A[k], s.Z.view(), 0.0,
+             dcalign::MatrixView<double>(m.data() + k * l * l, l, l));
+}
+BENCHMARK(BM_ProductPerUser)->Apply(args);
+
+// c polar factors of l x l matrices (one gesdd and one l x l GEMM each), parallel over users.
+void BM_PolarBatched(benchmark::State& st) {
+  const long a = st.range(0), l = st.range(1), c = st.range(2);
+  Setup s(a, l, c, threads());
+  auto& p = s.backend->f64();
+  std::vector<double> m(static_cast<size_t>(c * l * l)), g(m.size());
+  p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
+         dcalign::MatrixView<double>(m.data(), c * l, l));
+  for (auto _ : st)
+    benchmark::DoNotOptimize(
+        p.polar_batched(dcalign::StackView<const double>(m.data(), c, l, l, c * l, l), false,
+                        dcalign::StackView<double>(g.data(), c, l, l)));
+}
+BENCHMARK(BM_PolarBatched)->Apply(args);
+
+// The same on one thread: the users one after the other, as in the NumPy loop.
+void BM_PolarOneThread(benchmark::State& st) {
+  const long a = st.range(0), l = st.range(1), c = st.range(2);
+  Setup s(a, l, c, 1);
+  auto& p = s.backend->f64();
+  std::vector<double> m(static_cast<size_t>(c * l * l)), g(m.size());
+  p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
+         dcalign::MatrixView<double>(m.data(), c * l, l));
+  for (auto _ : st)
+    benchmark::DoNotOptimize(
+        p.polar_batched(dcalign::StackView<const double>(m.data(), c, l, l, c * l, l), false,
+                        dcalign::StackView<double>(g.data(), c, l, l)));
+  openblas_set_num_threads(threads());
+}
+BENCHMARK(BM_PolarOneThread)->Apply(args);
+
+}  // namespace
+
+BENCHMARK_MAIN();
