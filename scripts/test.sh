@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
 if [[ -d bench/tests ]]; then
-  /usr/bin/python3 -m unittest discover -s bench/tests -t . -v
+  /usr/bin/python3 -m unittest discover -s bench/tests -v
 fi
