@@ -16,6 +16,7 @@ namespace dcalign::experiment {
 
 struct Config {
   std::string name = "experiment";
+  std::string source;              ///< the TOML file it was read from (for the record)
   std::string dataset;             ///< a name from data::dataset_names()
   std::string data_dir;            ///< empty: $DCALIGN_DATA, else the compiled default
   bool verify_checksums = false;

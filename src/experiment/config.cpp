@@ -84,6 +84,7 @@ Config load_config(const std::string& path) {
     throw InvalidInput(msg);
   }
   Config c;
+  c.source = path;
   Reader r(t, path);
   r.get("name", c.name);
   r.get("dataset", c.dataset);

@@ -272,12 +272,23 @@ class Runner {
     return learn::make_model(kind, mo);
   }
 
+  double evaluate_one(const learn::Model& h, const Matrix<double>& Y, const std::vector<double>& y,
+                      const std::string& metric) const {
+    return evaluate(h, Y, y, {metric}).at(metric);
+  }
+
   std::map<std::string, double> evaluate(const learn::Model& h, const Matrix<double>& Y,
                                          const std::vector<double>& y) const {
+    return evaluate(h, Y, y, c_.metrics);
+  }
+
+  std::map<std::string, double> evaluate(const learn::Model& h, const Matrix<double>& Y,
+                                         const std::vector<double>& y,
+                                         const std::vector<std::string>& metrics) const {
     std::map<std::string, double> out;
     const bool binary = train_.num_classes == 2;
     Matrix<double> proba;
-    for (const auto& m : c_.metrics) {
+    for (const auto& m : metrics) {
       if (m == "accuracy") {
         out[m] = learn::accuracy(y, h.predict(Y));
       } else if (m == "rmse") {
@@ -373,9 +384,16 @@ class Runner {
         }
         auto h = model(kind, derive(c_.seed, 29, static_cast<std::uint64_t>(t) * 4096 + i));
         h->fit(sp.X[i], sp.y[i], static_cast<int>(train_.num_classes));
-        // AUC needs both classes among the test share too; skip users where it is undefined.
-        for (const auto& [metric, v] : evaluate(*h, sp.Y[i], sp.yY[i]))
-          if (std::isfinite(v)) per_metric[metric].push_back(v);
+        // A user's test share may hold a single class, where ROC-AUC and PR-AUC are undefined
+        // (the metrics refuse it); such users are left out of that metric's mean.
+        for (const auto& metric : c_.metrics) {
+          try {
+            const double v = evaluate_one(*h, sp.Y[i], sp.yY[i], metric);
+            if (std::isfinite(v)) per_metric[metric].push_back(v);
+          } catch (const InvalidInput&) {
+            if (metric != "roc_auc" && metric != "pr_auc") throw;
+          }
+        }
       }
       const double secs = since(t0);
       for (const auto& [metric, vals] : per_metric) {
@@ -487,6 +505,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   nlohmann::ordered_json j;
   const auto& c = r.config;
   j["name"] = c.name;
+  j["source"] = c.source;
   j["machine"] = r.machine;
   j["wall_seconds"] = r.wall_seconds;
   nlohmann::ordered_json cfg;
@@ -530,7 +549,9 @@ void write_outputs(const Result& r, const std::string& dir) {
   write(base + ".csv", csv.str());
   std::ostringstream md;
   md << "# " << c.name << "\n\nMachine: " << r.machine << ". Wall time: " << r.wall_seconds
-     << " s.\n\n" << summary_table(r);
+     << " s. Command: `dcalign experiment " << (c.source.empty() ? "<config>" : c.source);
+  if (!c.source.empty()) md << " --trials " << c.trials << " --device " << c.device;
+  md << "`.\n\n" << summary_table(r);
   write(base + ".md", md.str());
 }
 
