@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dcalign/data.hpp"
+#include "data/file_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace dcalign;
@@ -41,49 +42,11 @@ LoadOptions shared_opts(bool standardize = true) {
   return o;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "dcalign-data-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  std::string str() const { return path_.string(); }
-
- private:
-  fs::path path_;
-};
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void write_gz(const std::string& path, const std::string& bytes) {
-  fs::create_directories(fs::path(path).parent_path());
-  gzFile f = gzopen(path.c_str(), "wb");
-  ASSERT_NE(f, nullptr) << path;
-  ASSERT_EQ(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(f), Z_OK);
-}
-
-std::string be32(std::uint32_t v) {
-  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
-          static_cast<char>(v)};
-}
+using dcalign::testing::TempDir;
+using dcalign::testing::be32;
+using dcalign::testing::read_bytes;
+using dcalign::testing::write_bytes;
+using dcalign::testing::write_gz;
 
 // Bytes [offset, offset + n) of the decompressed content of a gzip file, read with zlib
 // directly: an oracle independent of the reader under test.
