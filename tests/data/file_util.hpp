@@ -9,8 +9,12 @@
 #include <iterator>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "dcalign/error.hpp"
 
 namespace dcalign::testing {
 
@@ -59,6 +63,17 @@ inline void write_gz(const std::string& path, const std::string& bytes) {
 inline std::string be32(std::uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
           static_cast<char>(v)};
+}
+
+// Runs f, expecting IoError whose message contains every string in `parts`.
+template <typename F>
+void expect_io_error(F f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "no IoError thrown; expected one mentioning " << parts.front();
+  } catch (const IoError& e) {
+    for (const auto& p : parts) EXPECT_THAT(e.what(), ::testing::HasSubstr(p));
+  }
 }
 
 }  // namespace dcalign::testing

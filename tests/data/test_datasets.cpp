@@ -89,12 +89,7 @@ std::pair<double, double> column_stats(const Matrix<double>& X, index_t c) {
 
 template <typename F>
 void expect_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no IoError thrown; expected one mentioning " << parts.front();
-  } catch (const IoError& e) {
-    for (const auto& p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
-  }
+  dcalign::testing::expect_io_error(f, parts);
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ using dcalign::testing::be32;
 using dcalign::testing::read_bytes;
 using dcalign::testing::write_bytes;
 using dcalign::testing::write_gz;
+using dcalign::testing::expect_io_error;
 
 // An IDX image file body: header declaring `declared` images of r x c, then `actual` images
 // whose pixel k is (k * 7) mod 256, so every position has a distinct known value.
@@ -44,16 +45,6 @@ std::string idx_labels(std::uint32_t declared, std::uint32_t actual) {
   return s;
 }
 
-// Runs f, expecting IoError whose message contains every string in `parts`.
-template <typename F>
-void expect_io_error(F f, const std::vector<std::string>& parts) {
-  try {
-    f();
-    ADD_FAILURE() << "no IoError thrown; expected one mentioning " << parts.front();
-  } catch (const IoError& e) {
-    for (const auto& p : parts) EXPECT_THAT(e.what(), HasSubstr(p));
-  }
-}
 
 }  // namespace
 
