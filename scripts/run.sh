@@ -10,4 +10,4 @@ if [[ ! -f "$data_dir/mnist/train-images-idx3-ubyte.gz" ]]; then
   echo "run.sh: MNIST not found under $data_dir; running the SYNTHETIC stand-in instead" >&2
   config=experiments/default_synthetic.toml
 fi
-./build/src/cli/dcalign experiment "$config" --data-dir "$data_dir" --out experiments/results "$@"
+./build/src/cli/dcalign experiment "$config" --data-dir "$data_dir" --out build/results "$@"
