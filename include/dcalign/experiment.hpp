@@ -30,6 +30,10 @@ struct Config {
   index_t dim = 50;                ///< l; 0 means floor(dim_fraction * m)
   double dim_fraction = 0.0;
   bool center = false;             ///< PCA (centred) instead of plain SVD for V_i
+  /// ODC's target rotation O in A_1 O: "haar" (a fresh random one per trial) or "identity".
+  std::string odc_rotation = "haar";
+  /// Imakura-DC's right factor R in Z = U R: "identity" or "uniform" (a random invertible one).
+  std::string imakura_right = "identity";
   std::vector<SpanCondition> conditions = {SpanCondition::same_span_orth};
   /// Alignment methods (odc, imakura, kawakami, gopp) and baselines (central, local).
   std::vector<std::string> methods = {"central", "local", "imakura", "kawakami", "odc"};

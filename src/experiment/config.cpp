@@ -100,6 +100,8 @@ Config load_config(const std::string& path) {
   r.get("dim", c.dim);
   r.get("dim_fraction", c.dim_fraction);
   r.get("center", c.center);
+  r.get("odc_rotation", c.odc_rotation);
+  r.get("imakura_right", c.imakura_right);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
   if (!conditions.empty()) {
@@ -123,6 +125,10 @@ Config load_config(const std::string& path) {
   r.get("knn_k", mo.knn.k);
   r.reject_unknown();
   if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
+  if (c.odc_rotation != "haar" && c.odc_rotation != "identity")
+    r.fail("odc_rotation", "\"haar\" or \"identity\"");
+  if (c.imakura_right != "identity" && c.imakura_right != "uniform")
+    r.fail("imakura_right", "\"identity\" or \"uniform\"");
   return c;
 }
 

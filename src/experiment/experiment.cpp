@@ -358,6 +358,8 @@ class Runner {
         ao.method = parse_method(method);
         ao.seed = derive(c_.seed, 23, t);
         ao.evaluate = false;
+        ao.rotation = parse_target_rotation(c_.odc_rotation);
+        ao.right = parse_right_factor(c_.imakura_right);
         const auto al = align(stack, ao, *backend_);
         std::vector<Matrix<double>> Xh, Yh;
         for (index_t i = 0; i < c_.users; ++i) {
@@ -518,6 +520,9 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["anchor"] = c.anchor;
   cfg["dim"] = c.dim;
   cfg["dim_fraction"] = c.dim_fraction;
+  cfg["center"] = c.center;
+  cfg["odc_rotation"] = c.odc_rotation;
+  cfg["imakura_right"] = c.imakura_right;
   std::vector<std::string> conds;
   for (auto cond : c.conditions) conds.push_back(to_string(cond));
   cfg["conditions"] = conds;

@@ -88,6 +88,19 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
   EXPECT_THROW(experiment::load_config(path), InvalidInput);
   std::ofstream(path) << "dataset = \"mnist\"\nconditions = [\"SameSpan-Orth\", \"Weird\"]\n";
   EXPECT_THROW(experiment::load_config(path), InvalidInput);
+  std::ofstream(path) << "dataset = \"mnist\"\nodc_rotation = \"skewed\"\n";
+  try {
+    experiment::load_config(path);
+    ADD_FAILURE();
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("'odc_rotation' must be \"haar\" or \"identity\""),
+              std::string::npos)
+        << e.what();
+  }
+  std::ofstream(path) << "dataset = \"mnist\"\nimakura_right = \"zero\"\n";
+  EXPECT_THROW(experiment::load_config(path), InvalidInput);
+  std::ofstream(path) << "dataset = \"mnist\"\nodc_rotation = \"identity\"\n";
+  EXPECT_EQ(experiment::load_config(path).odc_rotation, "identity");
   std::ofstream(path) << "dataset = [unterminated\n";
   EXPECT_THROW(experiment::load_config(path), InvalidInput);
   // The committed configs parse.
