@@ -34,6 +34,9 @@ struct Config {
   std::string odc_rotation = "haar";
   /// Imakura-DC's right factor R in Z = U R: "identity" or "uniform" (a random invertible one).
   std::string imakura_right = "identity";
+  /// Who maps the test set: "own" (each user its share with F_i G_i, paper eq. 9) or "first"
+  /// (user 1 maps all of it with F_1 G_1).
+  std::string test_holder = "own";
   std::vector<SpanCondition> conditions = {SpanCondition::same_span_orth};
   /// Alignment methods (odc, imakura, kawakami, gopp) and baselines (central, local).
   std::vector<std::string> methods = {"central", "local", "imakura", "kawakami", "odc"};

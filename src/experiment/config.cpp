@@ -102,6 +102,7 @@ Config load_config(const std::string& path) {
   r.get("center", c.center);
   r.get("odc_rotation", c.odc_rotation);
   r.get("imakura_right", c.imakura_right);
+  r.get("test_holder", c.test_holder);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
   if (!conditions.empty()) {
@@ -129,6 +130,8 @@ Config load_config(const std::string& path) {
     r.fail("odc_rotation", "\"haar\" or \"identity\"");
   if (c.imakura_right != "identity" && c.imakura_right != "uniform")
     r.fail("imakura_right", "\"identity\" or \"uniform\"");
+  if (c.test_holder != "own" && c.test_holder != "first")
+    r.fail("test_holder", "\"own\" or \"first\"");
   return c;
 }
 

@@ -349,7 +349,12 @@ class Runner {
           users.back().choose_secret_basis(l_, mixing, s, c_.center);
         released.push_back(users.back().release_data());
         anchors.push_back(users.back().release_anchor(A));
-        projected_test.push_back(users.back().project(sp.Y[i]));
+        // "own": each user maps its test share (paper eq. 9); "first": user 1 holds the whole
+        // test set and maps it with F_1 G_1.
+        if (c_.test_holder == "own")
+          projected_test.push_back(users.back().project(sp.Y[i]));
+        else if (i == 0)
+          projected_test.push_back(users.back().project(vstack(sp.Y)));
       }
       const Stack<double> stack = Stack<double>::from_matrices(anchors);
       for (const auto& method : c_.methods) {
@@ -365,7 +370,8 @@ class Runner {
         for (index_t i = 0; i < c_.users; ++i) {
           const Matrix<double> G = al.G.matrix(i);
           Xh.push_back(apply_change_of_basis(released[i], G));
-          Yh.push_back(apply_change_of_basis(projected_test[i], G));
+          if (i < static_cast<index_t>(projected_test.size()))
+            Yh.push_back(apply_change_of_basis(projected_test[i], G));
         }
         fit_and_record(t, to_string(cond), method, vstack(Xh), concat(sp.y), vstack(Yh),
                        concat(sp.yY), out);
@@ -379,7 +385,10 @@ class Runner {
     for (const auto& kind : c_.models) {
       const auto t0 = Clock::now();
       std::map<std::string, std::vector<double>> per_metric;
-      for (index_t i = 0; i < c_.users; ++i) {
+      // With test_holder = "first", only user 1's model is scored, on the whole test set.
+      const bool first = c_.test_holder == "first";
+      const index_t scored = first ? 1 : c_.users;
+      for (index_t i = 0; i < scored; ++i) {
         if (train_.num_classes > 0) {
           const std::set<double> classes(sp.y[i].begin(), sp.y[i].end());
           if (classes.size() < 2) continue;
@@ -390,7 +399,8 @@ class Runner {
         // (the metrics refuse it); such users are left out of that metric's mean.
         for (const auto& metric : c_.metrics) {
           try {
-            const double v = evaluate_one(*h, sp.Y[i], sp.yY[i], metric);
+            const double v = first ? evaluate_one(*h, vstack(sp.Y), concat(sp.yY), metric)
+                                   : evaluate_one(*h, sp.Y[i], sp.yY[i], metric);
             if (std::isfinite(v)) per_metric[metric].push_back(v);
           } catch (const InvalidInput&) {
             if (metric != "roc_auc" && metric != "pr_auc") throw;
@@ -523,6 +533,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["center"] = c.center;
   cfg["odc_rotation"] = c.odc_rotation;
   cfg["imakura_right"] = c.imakura_right;
+  cfg["test_holder"] = c.test_holder;
   std::vector<std::string> conds;
   for (auto cond : c.conditions) conds.push_back(to_string(cond));
   cfg["conditions"] = conds;

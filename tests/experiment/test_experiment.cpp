@@ -99,6 +99,8 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
   }
   std::ofstream(path) << "dataset = \"mnist\"\nimakura_right = \"zero\"\n";
   EXPECT_THROW(experiment::load_config(path), InvalidInput);
+  std::ofstream(path) << "dataset = \"mnist\"\ntest_holder = \"everyone\"\n";
+  EXPECT_THROW(experiment::load_config(path), InvalidInput);
   std::ofstream(path) << "dataset = \"mnist\"\nodc_rotation = \"identity\"\n";
   EXPECT_EQ(experiment::load_config(path).odc_rotation, "identity");
   std::ofstream(path) << "dataset = [unterminated\n";
@@ -134,6 +136,29 @@ TEST(Experiment, SameSeedSameNumbers) {
   const std::string table = experiment::summary_table(r1);
   EXPECT_NE(table.find("Central"), std::string::npos);
   EXPECT_NE(table.find("DiffSpan"), std::string::npos);
+}
+
+// Under SameSpan-Orth, ODC maps every user's data into the same basis (Theorem: G_i = E_i^T O
+// up to rounding), so scoring each user's test share with its own F_i G_i or the whole test set
+// with user 1's F_1 G_1 gives the same predictions sample by sample, hence the same accuracy.
+TEST(Experiment, TestHolderDoesNotMatterUnderSameSpanOrthForOdc) {
+  auto c = small_mnist();
+  c.dataset = "synthetic";
+  c.users = 6;
+  c.dim = 10;
+  c.test_samples = 600;
+  c.methods = {"local", "odc"};
+  c.models = {"knn"};
+  const auto own = experiment::run(c);
+  c.test_holder = "first";
+  const auto first = experiment::run(c);
+  ASSERT_EQ(own.records.size(), 2u);
+  ASSERT_EQ(first.records.size(), 2u);
+  EXPECT_EQ(own.records[1].method, "odc");
+  EXPECT_NEAR(own.records[1].value, first.records[1].value, 1.5 / 600.0);
+  // Local: the mean over six users' models against user 1's model alone; a different number.
+  EXPECT_EQ(first.records[0].method, "local");
+  EXPECT_NE(own.records[0].value, first.records[0].value);
 }
 
 }  // namespace
