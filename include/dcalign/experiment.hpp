@@ -16,11 +16,11 @@ namespace dcalign::experiment {
 
 struct Config {
   std::string name = "experiment";
-  std::string source;              ///< the TOML file it was read from (for the record)
-  std::string dataset;             ///< a name from data::dataset_names()
-  std::string data_dir;            ///< empty: $DCALIGN_DATA, else the compiled default
+  std::string source;    ///< the TOML file it was read from (for the record)
+  std::string dataset;   ///< a name from data::dataset_names()
+  std::string data_dir;  ///< empty: $DCALIGN_DATA, else the compiled default
   bool verify_checksums = false;
-  std::string partition = "iid";   ///< iid | label-skew | dirichlet
+  std::string partition = "iid";  ///< iid | label-skew | dirichlet
   double dirichlet_alpha = 0.5;
   index_t users = 10;              ///< c
   index_t samples_per_user = 100;  ///< n_i
@@ -29,7 +29,7 @@ struct Config {
   std::string anchor = "uniform";  ///< uniform | normal
   index_t dim = 50;                ///< l; 0 means floor(dim_fraction * m)
   double dim_fraction = 0.0;
-  bool center = false;             ///< PCA (centred) instead of plain SVD for V_i
+  bool center = false;  ///< PCA (centred) instead of plain SVD for V_i
   /// ODC's target rotation O in A_1 O: "haar" (a fresh random one per trial) or "identity".
   std::string odc_rotation = "haar";
   /// Imakura-DC's right factor R in Z = U R: "identity" or "uniform" (a random invertible one).
@@ -45,7 +45,7 @@ struct Config {
   std::vector<std::string> metrics = {"accuracy"};
   index_t trials = 1;
   std::uint64_t seed = 0;
-  std::string device = "cpu";      ///< alignment and LibTorch models
+  std::string device = "cpu";  ///< alignment and LibTorch models
   /// LibTorch threads. 1 by default: mini-batch MLP training on small layers got slower, and
   /// erratic, with 2 threads on a loaded 2-core machine (measured in the learning layer).
   int threads = 1;

@@ -117,8 +117,8 @@ data::TrainTest synthetic_dataset(std::uint64_t seed) {
 }
 
 struct Split {
-  std::vector<Matrix<double>> X, Y;            // per user: training and test features
-  std::vector<std::vector<double>> y, yY;      // labels
+  std::vector<Matrix<double>> X, Y;        // per user: training and test features
+  std::vector<std::vector<double>> y, yY;  // labels
 };
 
 class Runner {
@@ -162,7 +162,8 @@ class Runner {
     anchor_kind_ = parse_anchor_kind(c_.anchor);
     parse_device(c_.device);
     if (c_.trials < 1 || c_.users < 1 || c_.samples_per_user < 1 || c_.anchor_rows < 1)
-      throw InvalidInput("experiment: trials, users, samples_per_user and anchor_rows must be >= 1");
+      throw InvalidInput(
+          "experiment: trials, users, samples_per_user and anchor_rows must be >= 1");
     if (c_.conditions.empty()) throw InvalidInput("experiment: no conditions given");
     if (c_.dataset != "synthetic")
       data::dataset_files(c_.dataset);  // unknown names throw with the list of known ones
@@ -203,12 +204,12 @@ class Runner {
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) + " exceeds the " +
                          std::to_string(m) + " features m of '" + c_.dataset + "'");
     if (l_ > c_.samples_per_user)
-      throw InvalidInput("experiment: dim l = " + std::to_string(l_) + " exceeds samples_per_user = " +
-                         std::to_string(c_.samples_per_user) +
+      throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
+                         " exceeds samples_per_user = " + std::to_string(c_.samples_per_user) +
                          " (a user's top-l singular vectors need l <= n_i)");
     if (l_ > c_.anchor_rows)
-      throw InvalidInput("experiment: dim l = " + std::to_string(l_) + " exceeds anchor_rows = " +
-                         std::to_string(c_.anchor_rows));
+      throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
+                         " exceeds anchor_rows = " + std::to_string(c_.anchor_rows));
     const index_t need = c_.users * c_.samples_per_user;
     if (need > train_.samples())
       throw InvalidInput("experiment: " + std::to_string(c_.users) + " users x " +
@@ -227,8 +228,9 @@ class Runner {
     }
     n_test_ = fixed_test_ || c_.test_samples == 0 ? test_.samples() : c_.test_samples;
     if (n_test_ < c_.users)
-      throw InvalidInput("experiment: " + std::to_string(n_test_) + " test samples cannot be split among " +
-                         std::to_string(c_.users) + " users");
+      throw InvalidInput("experiment: " + std::to_string(n_test_) +
+                         " test samples cannot be split among " + std::to_string(c_.users) +
+                         " users");
   }
 
   Split make_split(index_t t) {
@@ -237,11 +239,11 @@ class Runner {
     if (c_.partition == "iid")
       part = data::partition_iid(train_.samples(), c_.users, c_.samples_per_user, s);
     else if (c_.partition == "label-skew")
-      part = data::partition_label_skew(train_.y, train_.num_classes, c_.users,
-                                        c_.samples_per_user, s);
+      part = data::partition_label_skew(train_.y, train_.num_classes, c_.users, c_.samples_per_user,
+                                        s);
     else
-      part = data::partition_dirichlet(train_.y, train_.num_classes, c_.users,
-                                       c_.samples_per_user, c_.dirichlet_alpha, s);
+      part = data::partition_dirichlet(train_.y, train_.num_classes, c_.users, c_.samples_per_user,
+                                       c_.dirichlet_alpha, s);
     std::vector<index_t> test_idx;
     if (n_test_ == test_.samples()) {
       test_idx.resize(static_cast<size_t>(n_test_));
@@ -318,7 +320,8 @@ class Runner {
       h->fit(X, y, static_cast<int>(train_.num_classes));
       const auto values = evaluate(*h, Y, yY);
       const double secs = since(t0);
-      for (const auto& [metric, v] : values) out.push_back({t, cond, method, kind, metric, v, secs});
+      for (const auto& [metric, v] : values)
+        out.push_back({t, cond, method, kind, metric, v, secs});
     }
   }
 
@@ -332,8 +335,8 @@ class Runner {
                      out);
     if (want("local")) local(t, sp, out);
 
-    const Matrix<double> A =
-        make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_, derive(c_.seed, 17, t));
+    const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
+                                                 derive(c_.seed, 17, t));
     for (SpanCondition cond : c_.conditions) {
       std::vector<User<double>> users;
       const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
@@ -411,7 +414,8 @@ class Runner {
       for (const auto& [metric, vals] : per_metric) {
         double mean = 0;
         for (double v : vals) mean += v;
-        out.push_back({t, "-", "local", kind, metric, mean / static_cast<double>(vals.size()), secs});
+        out.push_back(
+            {t, "-", "local", kind, metric, mean / static_cast<double>(vals.size()), secs});
       }
       if (per_metric.empty() && progress_)
         progress_("local baseline skipped for " + kind + ": no user holds two classes");
@@ -446,7 +450,8 @@ std::string summary_table(const Result& r) {
   const auto& c = r.config;
   // (condition, method, model, metric) -> values over trials
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> g;
-  for (const auto& rec : r.records) g[{rec.condition, rec.method, rec.model, rec.metric}].push_back(rec.value);
+  for (const auto& rec : r.records)
+    g[{rec.condition, rec.method, rec.model, rec.metric}].push_back(rec.value);
   auto cell = [&](const std::string& cond, const std::string& method, const std::string& model,
                   const std::string& metric, bool with_ci) -> std::string {
     auto it = g.find({cond, method, model, metric});
@@ -546,8 +551,12 @@ void write_outputs(const Result& r, const std::string& dir) {
   j["config"] = cfg;
   nlohmann::ordered_json recs = nlohmann::ordered_json::array();
   for (const auto& rec : r.records)
-    recs.push_back({{"trial", rec.trial}, {"condition", rec.condition}, {"method", rec.method},
-                    {"model", rec.model}, {"metric", rec.metric}, {"value", rec.value},
+    recs.push_back({{"trial", rec.trial},
+                    {"condition", rec.condition},
+                    {"method", rec.method},
+                    {"model", rec.model},
+                    {"metric", rec.metric},
+                    {"value", rec.value},
                     {"seconds", rec.seconds}});
   j["records"] = recs;
   auto write = [](const std::string& path, const std::string& text) {

@@ -108,8 +108,8 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
   // The committed configs parse.
   for (const char* f : {"default.toml", "mnist_table7.toml", "fashion_mnist_table7.toml",
                         "pima_004_table2.toml", "default_synthetic.toml"}) {
-    const auto cfg = experiment::load_config(std::string(DCALIGN_TEST_DATA_DIR) +
-                                             "/../../experiments/" + f);
+    const auto cfg =
+        experiment::load_config(std::string(DCALIGN_TEST_DATA_DIR) + "/../../experiments/" + f);
     EXPECT_FALSE(cfg.dataset.empty()) << f;
   }
 }
@@ -132,7 +132,8 @@ TEST(Experiment, SameSeedSameNumbers) {
   c.conditions = {SpanCondition::diff_span};
   const auto r1 = experiment::run(c), r2 = experiment::run(c);
   ASSERT_EQ(r1.records.size(), r2.records.size());
-  for (size_t k = 0; k < r1.records.size(); ++k) EXPECT_EQ(r1.records[k].value, r2.records[k].value);
+  for (size_t k = 0; k < r1.records.size(); ++k)
+    EXPECT_EQ(r1.records[k].value, r2.records[k].value);
   const std::string table = experiment::summary_table(r1);
   EXPECT_NE(table.find("Central"), std::string::npos);
   EXPECT_NE(table.find("DiffSpan"), std::string::npos);
