@@ -32,7 +32,8 @@ struct Setup {
   dcalign::Matrix<double> Z;
   Setup(long a, long l, long c, int nthreads) : A(c, a, l), Z(a, l) {
     openblas_set_num_threads(nthreads);
-    backend = dcalign::make_backend(dcalign::Device::cpu, dcalign::BackendOptions{nthreads, 0, false});
+    backend =
+        dcalign::make_backend(dcalign::Device::cpu, dcalign::BackendOptions{nthreads, 0, false});
     dcalign::Rng rng(7);
     for (dcalign::index_t i = 0; i < A.size(); ++i) A.data()[i] = rng.uniform();
     for (dcalign::index_t i = 0; i < Z.size(); ++i) Z.data()[i] = rng.uniform();
@@ -60,8 +61,8 @@ void BM_ProductOneGemm(benchmark::State& st) {
   auto& p = s.backend->f64();
   std::vector<double> m(static_cast<size_t>(c * l * l));
   for (auto _ : st)
-    p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(),
-           0.0, dcalign::MatrixView<double>(m.data(), c * l, l));
+    p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
+           dcalign::MatrixView<double>(m.data(), c * l, l));
 }
 BENCHMARK(BM_ProductOneGemm)->Apply(args);
 

@@ -63,8 +63,7 @@ using dcalign::bench::SweepConfig;
 namespace {
 
 double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 std::string utc_timestamp() {
@@ -243,8 +242,8 @@ class DcalignRunner final : public dcalign::bench::Runner {
     o.method = dcalign::parse_method(s.method);
     o.seed = cfg_.seed;
     o.evaluate = false;  // the metrics pass is not part of the method
-    o.svd.algorithm = cfg_.svd == "randomized" ? dcalign::SvdAlgorithm::randomized
-                                               : dcalign::SvdAlgorithm::exact;
+    o.svd.algorithm =
+        cfg_.svd == "randomized" ? dcalign::SvdAlgorithm::randomized : dcalign::SvdAlgorithm::exact;
     o.svd.oversampling = cfg_.oversampling;
     o.svd.power_iterations = cfg_.power_iterations;
     o.svd.seed = cfg_.seed;
@@ -310,8 +309,8 @@ class PeerRunner final : public dcalign::bench::Runner {
     const std::string out = command_output(base_command() + " --describe", &rc);
     json j = json::parse(out, nullptr, false);
     if (rc != 0 || j.is_discarded())
-      return json{{"error", "'" + base_command() + " --describe' failed (exit " +
-                                std::to_string(rc) + ")"}};
+      return json{{"error",
+                   "'" + base_command() + " --describe' failed (exit " + std::to_string(rc) + ")"}};
     return j;
   }
 
@@ -338,8 +337,7 @@ class PeerRunner final : public dcalign::bench::Runner {
     for (const auto& s : todo) {
       json found;
       for (const auto& r : j["results"])
-        if (r.value("method", "") == s.method && r.value("precision", "") == s.precision)
-          found = r;
+        if (r.value("method", "") == s.method && r.value("precision", "") == s.precision) found = r;
       if (found.is_null()) {
         results.push_back(dcalign::bench::make_failed(s, "error", "peer gave no result"));
       } else if (found.value("status", "") != "ok") {
@@ -366,8 +364,7 @@ json describe_machine(const SweepConfig& cfg,
   json m;
   m["cpu"] = describe_cpu();
   struct utsname u;
-  if (uname(&u) == 0)
-    m["os"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
+  if (uname(&u) == 0) m["os"] = std::string(u.sysname) + " " + u.release + " " + u.machine;
   m["threads"] = cfg.threads;
   m["openblas_config"] = openblas_get_config();
   m["openblas_threads"] = openblas_get_num_threads();
@@ -379,7 +376,8 @@ json describe_machine(const SweepConfig& cfg,
   std::string commit = chomp(command_output("git -C " + src + " rev-parse HEAD 2>/dev/null", &rc));
   if (rc == 0 && !commit.empty()) {
     const std::string dirty =
-        command_output("git -C " + src + " status --porcelain --untracked-files=no -- src include "
+        command_output("git -C " + src +
+                       " status --porcelain --untracked-files=no -- src include "
                        "2>/dev/null");
     m["git_commit"] = commit;
     m["git_dirty_library"] = !chomp(dirty).empty();  // uncommitted changes in src/ or include/
@@ -457,8 +455,7 @@ int main(int argc, char** argv) {
   app.add_option("--power-iterations", power, "randomized SVD power iterations")
       ->capture_default_str();
   app.add_option("--out", out, "output JSON (the CSV goes next to it, .csv)")->required();
-  app.add_flag("--restart", restart,
-               "discard an existing output file instead of resuming it");
+  app.add_flag("--restart", restart, "discard an existing output file instead of resuming it");
   app.add_option("--quiet-below", quiet_below,
                  "before each point, wait until other processes use less than this fraction "
                  "of the CPUs (over 2 s); 0: do not wait")
@@ -471,8 +468,7 @@ int main(int argc, char** argv) {
                  "this fraction of the CPUs; negative: keep every finished point")
       ->capture_default_str();
   app.add_option("--python", python, "Python interpreter of the peers")->capture_default_str();
-  app.add_option("--peer-dir", peer_dir, "directory holding <peer>_peer.py")
-      ->capture_default_str();
+  app.add_option("--peer-dir", peer_dir, "directory holding <peer>_peer.py")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -484,8 +480,8 @@ int main(int argc, char** argv) {
     cfg.methods = dcalign::bench::split_list(methods);
     cfg.precisions = dcalign::bench::split_list(precisions);
     cfg.backends = dcalign::bench::split_list(backends_opt);
-    cfg.peers = peers_opt == "none" ? std::vector<std::string>{}
-                                    : dcalign::bench::split_list(peers_opt);
+    cfg.peers =
+        peers_opt == "none" ? std::vector<std::string>{} : dcalign::bench::split_list(peers_opt);
     cfg.warmup = warmup;
     cfg.repetitions = reps;
     cfg.seed = seed;
@@ -517,8 +513,8 @@ int main(int argc, char** argv) {
     std::unique_ptr<dcalign::bench::SweepDoc> doc;
     if (fs::exists(out) && !restart) {
       try {
-        doc = std::make_unique<dcalign::bench::SweepDoc>(dcalign::bench::SweepDoc::resume(
-            cfg, dcalign::bench::read_document(out), machine));
+        doc = std::make_unique<dcalign::bench::SweepDoc>(
+            dcalign::bench::SweepDoc::resume(cfg, dcalign::bench::read_document(out), machine));
       } catch (const dcalign::bench::ResumeMismatch& e) {
         std::cerr << "dcalign_sweep: error: cannot resume " << out << ": " << e.what()
                   << "\nRun with the same parameters to resume, pass --restart to discard the "

@@ -23,7 +23,9 @@ Matrix<double> to_double(MatrixView<T> m) {
   return to_double(MatrixView<const T>(m));
 }
 template <typename T>
-Matrix<double> to_double(const Matrix<T>& m) { return to_double(m.view()); }
+Matrix<double> to_double(const Matrix<T>& m) {
+  return to_double(m.view());
+}
 
 template <typename T>
 Matrix<T> convert(const Matrix<double>& m) {

@@ -125,7 +125,8 @@ json SweepConfig::parameters() const {
               {"power_iterations", power_iterations},
               {"applies_to", {"imakura", "kawakami", "gopp"}}};
   p["anchors"] = "uniform [0,1), generated once per point from the seed and the point";
-  p["timed"] = "dcalign: one align() call with evaluate=false; peers: their procedure, anchors excluded";
+  p["timed"] =
+      "dcalign: one align() call with evaluate=false; peers: their procedure, anchors excluded";
   return p;
 }
 
@@ -149,15 +150,14 @@ void SweepConfig::validate() const {
   if (repetitions < 1) throw UsageError("--repetitions must be >= 1");
   if (threads < 1) throw UsageError("--threads must be >= 1 after resolution");
   if (!(max_seconds >= 0)) throw UsageError("--max-seconds must be >= 0");
-  if (svd != "randomized" && svd != "exact")
-    throw UsageError("--svd must be randomized or exact");
+  if (svd != "randomized" && svd != "exact") throw UsageError("--svd must be randomized or exact");
   if (oversampling < 0 || power_iterations < 0)
     throw UsageError("--oversampling and --power-iterations must be >= 0");
   for (long x : values) {
     const Shape s = shape_at(x);
     if (s.l > s.a)
-      throw UsageError("point " + sweep + "=" + std::to_string(x) + " has l = " +
-                       std::to_string(s.l) + " > a = " + std::to_string(s.a) +
+      throw UsageError("point " + sweep + "=" + std::to_string(x) +
+                       " has l = " + std::to_string(s.l) + " > a = " + std::to_string(s.a) +
                        "; every A_i must be a x l with l <= a");
   }
 }
@@ -399,8 +399,8 @@ json read_document(const std::string& path) {
 std::string format_duration(double seconds) {
   long s = std::lround(std::max(0.0, seconds));
   std::ostringstream os;
-  os << s / 3600 << ':' << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ':'
-     << std::setw(2) << std::setfill('0') << s % 60;
+  os << s / 3600 << ':' << std::setw(2) << std::setfill('0') << (s / 60) % 60 << ':' << std::setw(2)
+     << std::setfill('0') << s % 60;
   return os.str();
 }
 
@@ -443,10 +443,9 @@ int run_sweep(SweepDoc& doc, const SweepConfig& cfg, const std::vector<Runner*>&
       for (auto& r : runner->run(shape, todo)) {
         if (r.value("status", "") == "ok")
           log << "  " << r["impl"].get<std::string>() << "/" << r["method"].get<std::string>()
-              << "/" << r["backend"].get<std::string>() << "/"
-              << r["precision"].get<std::string>() << ": median " << r["median"].get<double>()
-              << " s (min " << r["min"].get<double>() << ", max " << r["max"].get<double>()
-              << ")\n";
+              << "/" << r["backend"].get<std::string>() << "/" << r["precision"].get<std::string>()
+              << ": median " << r["median"].get<double>() << " s (min " << r["min"].get<double>()
+              << ", max " << r["max"].get<double>() << ")\n";
         else
           log << "  " << r.value("impl", "?") << "/" << r.value("method", "?") << ": "
               << r.value("status", "?") << ": " << r.value("reason", "") << "\n";

@@ -49,8 +49,7 @@ struct Series {
   /// "dcalign/odc/cpu/float64": the series' name in logs and the CSV.
   std::string key() const;
   bool operator==(const Series& o) const {
-    return impl == o.impl && method == o.method && backend == o.backend &&
-           precision == o.precision;
+    return impl == o.impl && method == o.method && backend == o.backend && precision == o.precision;
   }
 };
 
@@ -59,8 +58,8 @@ struct Shape {
 };
 
 struct SweepConfig {
-  std::string sweep;          ///< the free parameter: "a", "l" or "c"
-  std::vector<long> values;   ///< its values, in the order they are measured
+  std::string sweep;              ///< the free parameter: "a", "l" or "c"
+  std::vector<long> values;       ///< its values, in the order they are measured
   long a = 1000, l = 50, c = 50;  ///< the fixed pair (the swept one is ignored)
   std::vector<std::string> methods{"odc", "imakura", "kawakami"};
   std::vector<std::string> precisions{"float64"};
@@ -69,8 +68,8 @@ struct SweepConfig {
   int warmup = 1;
   int repetitions = 5;
   std::uint64_t seed = 20240601;
-  int threads = 1;            ///< resolved (main() turns 0 into the number of logical CPUs)
-  double max_seconds = 60;    ///< per-point cap on a series' median; 0 disables it
+  int threads = 1;                 ///< resolved (main() turns 0 into the number of logical CPUs)
+  double max_seconds = 60;         ///< per-point cap on a series' median; 0 disables it
   std::string svd = "randomized";  ///< SVD for Imakura, Kawakami and GOPP's start
   long oversampling = 10;
   int power_iterations = 2;

@@ -36,21 +36,21 @@ GoppInit parse_gopp_init(const std::string& name);
 
 struct AlignOptions {
   Method method = Method::odc;
-  std::uint64_t seed = 0;             ///< for O (haar), R (uniform) and randomized SVD sketches
-  index_t reference_user = 0;         ///< r in the ODC target A_r O (0-based)
+  std::uint64_t seed = 0;      ///< for O (haar), R (uniform) and randomized SVD sketches
+  index_t reference_user = 0;  ///< r in the ODC target A_r O (0-based)
 
   TargetRotation rotation = TargetRotation::haar;
-  Matrix<double> rotation_matrix;     ///< O when rotation == supplied (l x l, orthogonal)
-  Matrix<double> target;              ///< ODC: explicit a x l target Z instead of A_r O
+  Matrix<double> rotation_matrix;  ///< O when rotation == supplied (l x l, orthogonal)
+  Matrix<double> target;           ///< ODC: explicit a x l target Z instead of A_r O
 
   RightFactor right = RightFactor::identity;
-  Matrix<double> right_matrix;        ///< R when right == supplied (l x l, invertible)
+  Matrix<double> right_matrix;  ///< R when right == supplied (l x l, invertible)
 
-  SvdOptions svd;                     ///< Imakura, Kawakami, GOPP's spectral start
+  SvdOptions svd;  ///< Imakura, Kawakami, GOPP's spectral start
   KawakamiForm kawakami_form = KawakamiForm::qr_svd;
 
   GoppInit gopp_init = GoppInit::spectral;
-  double gopp_tolerance = 1e-10;      ///< stop when the relative objective decrease is below
+  double gopp_tolerance = 1e-10;  ///< stop when the relative objective decrease is below
   index_t gopp_max_iterations = 200;
 
   /// A_i is declared rank deficient when sigma_min / sigma_max of the matrix the method
@@ -75,13 +75,14 @@ struct AlignReport {
   double consensus_objective = 0.0;
   /// max_i ||G_i^T G_i - I||_F.
   double orthogonality_error = 0.0;
-  /// Method-specific residual of the factorisation, e.g. Kawakami's max_k |sum_i ||A_i g_ik||^2 - 1|.
+  /// Method-specific residual of the factorisation, e.g. Kawakami's max_k |sum_i ||A_i g_ik||^2 -
+  /// 1|.
   double constraint_error = 0.0;
   /// Smallest sigma_min / sigma_max over users of the matrices the method factorised.
   double min_rank_ratio = 0.0;
-  index_t iterations = 0;                 ///< GOPP (and iterative polar on GPUs)
+  index_t iterations = 0;  ///< GOPP (and iterative polar on GPUs)
   bool converged = true;
-  std::vector<double> objective_history;  ///< GOPP: objective after each iteration
+  std::vector<double> objective_history;                ///< GOPP: objective after each iteration
   std::vector<std::pair<std::string, double>> seconds;  ///< phase -> seconds, in order
   double total_seconds = 0.0;
   bool evaluated = false;
@@ -92,8 +93,8 @@ struct AlignReport {
 
 template <typename T>
 struct Alignment {
-  Stack<T> G;       ///< c x (l x l)
-  Matrix<T> target; ///< the target Z where the method has one (a x l), else empty
+  Stack<T> G;        ///< c x (l x l)
+  Matrix<T> target;  ///< the target Z where the method has one (a x l), else empty
   AlignReport report;
 };
 

@@ -36,12 +36,18 @@ class Buffer {
   using Deleter = void (*)(void*);
   Buffer() = default;
   Buffer(T* p, index_t n, Deleter d) : p_(p), n_(n), d_(d) {}
-  Buffer(Buffer&& o) noexcept : p_(o.p_), n_(o.n_), d_(o.d_) { o.p_ = nullptr; o.n_ = 0; }
+  Buffer(Buffer&& o) noexcept : p_(o.p_), n_(o.n_), d_(o.d_) {
+    o.p_ = nullptr;
+    o.n_ = 0;
+  }
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       reset();
-      p_ = o.p_; n_ = o.n_; d_ = o.d_;
-      o.p_ = nullptr; o.n_ = 0;
+      p_ = o.p_;
+      n_ = o.n_;
+      d_ = o.d_;
+      o.p_ = nullptr;
+      o.n_ = 0;
     }
     return *this;
   }
@@ -150,9 +156,9 @@ class Primitives {
 };
 
 struct BackendOptions {
-  int threads = 0;           ///< CPU threads over users (0: all cores)
-  int device_id = 0;         ///< CUDA device ordinal
-  bool allow_tf32 = false;   ///< CUDA: TF32 tensor-core GEMM for float (off unless asked for)
+  int threads = 0;          ///< CPU threads over users (0: all cores)
+  int device_id = 0;        ///< CUDA device ordinal
+  bool allow_tf32 = false;  ///< CUDA: TF32 tensor-core GEMM for float (off unless asked for)
 };
 
 /// A backend: where the data lives and who computes. Owns library handles and workspaces.
@@ -169,9 +175,13 @@ class Backend {
 };
 
 template <>
-inline Primitives<float>& Backend::primitives<float>() { return f32(); }
+inline Primitives<float>& Backend::primitives<float>() {
+  return f32();
+}
 template <>
-inline Primitives<double>& Backend::primitives<double>() { return f64(); }
+inline Primitives<double>& Backend::primitives<double>() {
+  return f64();
+}
 
 /// Creates a backend. Device::cuda throws BackendError with the reason when the CUDA backend
 /// is not compiled in or no usable GPU is present.

@@ -41,7 +41,8 @@ class Rng {
       return spare_;
     }
     double u1 = 0.0;
-    do u1 = uniform(); while (u1 <= 0.0);
+    do u1 = uniform();
+    while (u1 <= 0.0);
     const double u2 = uniform();
     const double r = std::sqrt(-2.0 * std::log(u1));
     const double t = 6.283185307179586476925286766559 * u2;
@@ -54,7 +55,8 @@ class Rng {
     // Lemire's nearly divisionless method would do; rejection keeps it exact and simple.
     const std::uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     std::uint64_t x;
-    do x = next(); while (x >= limit);
+    do x = next();
+    while (x >= limit);
     return x % n;
   }
 

@@ -69,7 +69,8 @@ void run(const AlignArgs& a) {
 
 void add_align_command(CLI::App& app, AlignArgs& args) {
   auto* cmd = app.add_subcommand("align", "Compute change-of-basis matrices G_i from anchors");
-  cmd->add_option("--method", args.method, "odc | imakura | kawakami | gopp")->capture_default_str();
+  cmd->add_option("--method", args.method, "odc | imakura | kawakami | gopp")
+      ->capture_default_str();
   cmd->add_option("--anchors", args.anchors, "NPY array of shape (c, a, l); slice i is A_i")
       ->required();
   cmd->add_option("--out", args.out, "output NPY array of shape (c, l, l); slice i is G_i")
@@ -107,7 +108,8 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
     else if (args.precision == "float32" || args.precision == "float")
       run<float>(args);
     else
-      throw InvalidInput("unknown --precision '" + args.precision + "'; expected float64 or float32");
+      throw InvalidInput("unknown --precision '" + args.precision +
+                         "'; expected float64 or float32");
   });
 }
 

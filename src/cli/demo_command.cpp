@@ -52,10 +52,11 @@ void run_demo(const DemoArgs& d) {
     data.push_back(std::move(x));
   }
   const Matrix<double> anchor = make_anchor<double>(a, m, AnchorKind::uniform, d.seed + 1);
-  std::printf("dcalign demo: c = %lld users, n = %lld samples, m = %lld features, l = %lld, "
-              "a = %lld uniform anchor rows, seed %llu, device %s\n",
-              d.users, d.samples, d.features, d.dim, d.anchor_rows,
-              static_cast<unsigned long long>(d.seed), d.device.c_str());
+  std::printf(
+      "dcalign demo: c = %lld users, n = %lld samples, m = %lld features, l = %lld, "
+      "a = %lld uniform anchor rows, seed %llu, device %s\n",
+      d.users, d.samples, d.features, d.dim, d.anchor_rows, static_cast<unsigned long long>(d.seed),
+      d.device.c_str());
   std::printf("concordance = max_i ||F_i G_i - F_1 G_1||_F / ||F_1 G_1||_F (0: bases aligned)\n\n");
   std::printf("%-14s %-9s %12s %12s %10s\n", "condition", "method", "concordance", "orth. err",
               "time ms");

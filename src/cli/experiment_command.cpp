@@ -17,7 +17,8 @@ void add_experiment_command(CLI::App& app) {
   cmd->add_option("file", args.file, "experiment file (see experiments/)")->required();
   cmd->add_option("--out", args.out_dir, "directory for the JSON, CSV and Markdown results")
       ->capture_default_str();
-  cmd->add_option("--data-dir", args.data_dir, "dataset folder (default: $DCALIGN_DATA, then ../shared/datasets)");
+  cmd->add_option("--data-dir", args.data_dir,
+                  "dataset folder (default: $DCALIGN_DATA, then ../shared/datasets)");
   cmd->add_option("--trials", args.trials, "override the number of trials");
   cmd->add_option("--device", args.device, "override the device (cpu | cuda)");
   cmd->callback([] {
@@ -26,9 +27,8 @@ void add_experiment_command(CLI::App& app) {
     if (args.trials > 0) cfg.trials = args.trials;
     if (!args.device.empty()) cfg.device = args.device;
     std::filesystem::create_directories(args.out_dir);
-    auto result = experiment::run(cfg, [](const std::string& msg) {
-      std::cerr << "dcalign: " << msg << std::endl;
-    });
+    auto result = experiment::run(
+        cfg, [](const std::string& msg) { std::cerr << "dcalign: " << msg << std::endl; });
     experiment::write_outputs(result, args.out_dir);
     std::cout << experiment::summary_table(result);
     std::cout << "wall time " << result.wall_seconds << " s; results in " << args.out_dir << "/"

@@ -92,13 +92,22 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
     Z = MatrixView<T>(z.data(), a, l);
   }
   switch (opts.method) {
-    case Method::odc: core::run_odc(ctx, Z); break;
-    case Method::imakura: core::run_imakura(ctx, Z); break;
-    case Method::kawakami: core::run_kawakami(ctx); break;
-    case Method::gopp: core::run_gopp(ctx, Z); break;
+    case Method::odc:
+      core::run_odc(ctx, Z);
+      break;
+    case Method::imakura:
+      core::run_imakura(ctx, Z);
+      break;
+    case Method::kawakami:
+      core::run_kawakami(ctx);
+      break;
+    case Method::gopp:
+      core::run_gopp(ctx, Z);
+      break;
   }
   if (!p.all_finite(G.data(), G.size()))
-    throw NumericalError(report.method + ": the computed change-of-basis matrices contain NaN or "
+    throw NumericalError(report.method +
+                         ": the computed change-of-basis matrices contain NaN or "
                          "Inf (input passed validation; please report this)");
   if (opts.evaluate) {
     evaluate(ctx, MatrixView<const T>(Z));
@@ -127,10 +136,9 @@ Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts, Backend& b
   p.to_device(anchors.data(), dA.data(), anchors.size());
   p.synchronize();
   const auto t1 = std::chrono::steady_clock::now();
-  AlignReport rep = align_resident(p, StackView<const T>(dA.data(), c, a, l),
-                                   StackView<T>(dG.data(), c, l, l),
-                                   has_target ? MatrixView<T>(dZ.data(), a, l) : MatrixView<T>(),
-                                   opts);
+  AlignReport rep =
+      align_resident(p, StackView<const T>(dA.data(), c, a, l), StackView<T>(dG.data(), c, l, l),
+                     has_target ? MatrixView<T>(dZ.data(), a, l) : MatrixView<T>(), opts);
   const auto t2 = std::chrono::steady_clock::now();
   p.to_host(dG.data(), out.G.data(), out.G.size());
   if (has_target) p.to_host(dZ.data(), out.target.data(), a * l);
@@ -153,10 +161,10 @@ Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts) {
   return align(anchors, opts, *backend);
 }
 
-#define DCALIGN_INSTANTIATE_ALIGN(T)                                                          \
-  template AlignReport align_resident<T>(Primitives<T>&, StackView<const T>, StackView<T>,    \
-                                         MatrixView<T>, const AlignOptions&);                 \
-  template Alignment<T> align<T>(const Stack<T>&, const AlignOptions&, Backend&);             \
+#define DCALIGN_INSTANTIATE_ALIGN(T)                                                       \
+  template AlignReport align_resident<T>(Primitives<T>&, StackView<const T>, StackView<T>, \
+                                         MatrixView<T>, const AlignOptions&);              \
+  template Alignment<T> align<T>(const Stack<T>&, const AlignOptions&, Backend&);          \
   template Alignment<T> align<T>(const Stack<T>&, const AlignOptions&);
 DCALIGN_INSTANTIATE_ALIGN(float)
 DCALIGN_INSTANTIATE_ALIGN(double)

@@ -44,8 +44,7 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
       check_rank(ratio, ctx.rank_tolerance, "A_i^T Z (GOPP start)");
     }
     p.vstack(StackView<const T>(ctx.G), Gv);
-    p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(), MatrixView<const T>(Gv), T(0),
-           Z);
+    p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(), MatrixView<const T>(Gv), T(0), Z);
     const double f = std::max(0.0, total - static_cast<double>(c) * p.sum_squares(Z.data(), a * l));
     ctx.report.objective_history.push_back(f);
     ctx.report.iterations = it + 1;

@@ -20,8 +20,8 @@ std::string normalise(std::string s) {
 }
 
 [[noreturn]] void unknown(const char* what, const std::string& name, const char* expected) {
-  throw InvalidInput(std::string("unknown ") + what + " '" + name + "'; expected one of: " +
-                     expected);
+  throw InvalidInput(std::string("unknown ") + what + " '" + name +
+                     "'; expected one of: " + expected);
 }
 
 }  // namespace
@@ -36,10 +36,14 @@ Device parse_device(const std::string& name) {
 
 std::string to_string(Method m) {
   switch (m) {
-    case Method::odc: return "odc";
-    case Method::imakura: return "imakura";
-    case Method::kawakami: return "kawakami";
-    case Method::gopp: return "gopp";
+    case Method::odc:
+      return "odc";
+    case Method::imakura:
+      return "imakura";
+    case Method::kawakami:
+      return "kawakami";
+    case Method::gopp:
+      return "gopp";
   }
   return "?";
 }
@@ -97,10 +101,14 @@ SpanCondition parse_condition(const std::string& name) {
 }
 std::string to_string(SpanCondition c) {
   switch (c) {
-    case SpanCondition::same_span_orth: return "SameSpan-Orth";
-    case SpanCondition::same_span: return "SameSpan";
-    case SpanCondition::diff_span_orth: return "DiffSpan-Orth";
-    case SpanCondition::diff_span: return "DiffSpan";
+    case SpanCondition::same_span_orth:
+      return "SameSpan-Orth";
+    case SpanCondition::same_span:
+      return "SameSpan";
+    case SpanCondition::diff_span_orth:
+      return "DiffSpan-Orth";
+    case SpanCondition::diff_span:
+      return "DiffSpan";
   }
   return "?";
 }

@@ -17,12 +17,13 @@ void validate_anchors([[maybe_unused]] Primitives<T>& p, StackView<const T> A,
     throw InvalidInput("anchor representations are " + std::to_string(A.rows()) + " x " +
                        std::to_string(A.cols()) + "; expected a >= 1 rows and l >= 1 columns");
   if (A.cols() > A.rows())
-    throw InvalidInput("dimension l = " + std::to_string(A.cols()) + " exceeds the anchor rows a = " +
-                       std::to_string(A.rows()) +
+    throw InvalidInput("dimension l = " + std::to_string(A.cols()) +
+                       " exceeds the anchor rows a = " + std::to_string(A.rows()) +
                        ": each A_i (a x l) must have full column rank, which needs l <= a");
   if (opts.reference_user < 0 || opts.reference_user >= A.count())
     throw InvalidInput("reference user " + std::to_string(opts.reference_user) +
-                       " out of range: there are " + std::to_string(A.count()) + " users (0-based)");
+                       " out of range: there are " + std::to_string(A.count()) +
+                       " users (0-based)");
 }
 
 template <typename T>
@@ -112,18 +113,19 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
     // finite product proves finite anchors at O(c l^2) cost instead of a pass over all c*a*l.
     if (!ctx.p.all_finite(scratch, c * l * l) || !ctx.p.all_finite(Z.data(), Z.rows() * Z.cols())) {
       validate_anchor_values(ctx.p, ctx.A);
-      throw NumericalError("A_i^T Z overflowed to Inf although every anchor entry is finite; "
-                           "rescale the anchors");
+      throw NumericalError(
+          "A_i^T Z overflowed to Inf although every anchor entry is finite; "
+          "rescale the anchors");
     }
     ctx.values_checked = true;
   }
   return ctx.p.polar_batched(StackView<const T>(scratch, c, l, l, c * l, l), false, ctx.G);
 }
 
-#define DCALIGN_INSTANTIATE_COMMON(T)                                                   \
-  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);                  \
-  template void check_rank<T>(const std::vector<T>&, double, const std::string&);       \
-  template void spectral_basis<T>(Context<T>&, MatrixView<T>);                          \
+#define DCALIGN_INSTANTIATE_COMMON(T)                                             \
+  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);            \
+  template void check_rank<T>(const std::vector<T>&, double, const std::string&); \
+  template void spectral_basis<T>(Context<T>&, MatrixView<T>);                    \
   template PolarInfo<T> procrustes_step<T>(Context<T>&, MatrixView<const T>, T*);
 DCALIGN_INSTANTIATE_COMMON(float)
 DCALIGN_INSTANTIATE_COMMON(double)

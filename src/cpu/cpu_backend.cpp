@@ -80,11 +80,12 @@ void copy_in(MatrixView<const T> src, T* dst) {
 template <typename T>
 void orthonormalise(std::vector<T>& y, lapack_int m, lapack_int s) {
   std::vector<T> tau(s), work(qr_lwork<T>(m, s));
-  check_info(geqrf(m, s, y.data(), m, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
-             "geqrf");
-  check_info(orgqr(m, s, s, y.data(), m, tau.data(), work.data(),
-                   static_cast<lapack_int>(work.size())),
-             "orgqr");
+  check_info(
+      geqrf(m, s, y.data(), m, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+      "geqrf");
+  check_info(
+      orgqr(m, s, s, y.data(), m, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+      "orgqr");
 }
 
 }  // namespace
@@ -213,11 +214,10 @@ PolarInfo<T> CpuPrimitives<T>::polar_batched(StackView<const T> M, bool transpos
       // X = U S V^T. Not transposed: G = U V^T. Transposed (X = M^T): M = V S U^T, so the
       // polar factor of M is V U^T = (V^T)^T U^T.
       if (!transposed)
-        cpu::gemm(false, false, l, l, l, T(1), ws.u.data(), l, ws.vt.data(), l, T(0),
-                  G[k].data(), l);
-      else
-        cpu::gemm(true, true, l, l, l, T(1), ws.vt.data(), l, ws.u.data(), l, T(0), G[k].data(),
+        cpu::gemm(false, false, l, l, l, T(1), ws.u.data(), l, ws.vt.data(), l, T(0), G[k].data(),
                   l);
+      else
+        cpu::gemm(true, true, l, l, l, T(1), ws.vt.data(), l, ws.u.data(), l, T(0), G[k].data(), l);
       info.sigma_max[k] = ws.s[0];
       info.sigma_min[k] = ws.s[l - 1];
     }
@@ -247,9 +247,9 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
         dmax = std::max(dmax, std::abs(r(j, j)));
       }
       ratio[k] = dmax > 0 ? dmin / dmax : T(0);
-      check_info(orgqr(a, l, l, q, a, tau.data(), work.data(),
-                       static_cast<lapack_int>(work.size())),
-                 "orgqr");
+      check_info(
+          orgqr(a, l, l, q, a, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+          "orgqr");
     }
   }
   return ratio;
@@ -264,7 +264,8 @@ void CpuPrimitives<T>::svd_topk(MatrixView<const T> W, index_t k, const SvdOptio
   const bool want_u = U.data() != nullptr, want_v = V.data() != nullptr;
   lapack_int width = p;  // columns of the subspace that is decomposed exactly
   if (opts.algorithm == SvdAlgorithm::randomized)
-    width = static_cast<lapack_int>(std::min<index_t>(p, k + std::max<index_t>(opts.oversampling, 0)));
+    width =
+        static_cast<lapack_int>(std::min<index_t>(p, k + std::max<index_t>(opts.oversampling, 0)));
   if (opts.algorithm == SvdAlgorithm::exact || width >= p) {
     SvdWorkspace<T> ws(m, n);
     copy_in(W, ws.a.data());
@@ -323,8 +324,8 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
       ws.run();
       // A = U S V^T  =>  A^+ Z = V S^{-1} U^T Z. Columns of S^{-1} U^T Z with s_j = 0 are
       // zeroed (minimum-norm solution); the caller rejects rank-deficient users anyway.
-      cpu::gemm(true, false, l, nz, a, T(1), ws.u.data(), a, Z.data(), li(Z.ld()), T(0),
-                utz.data(), l);
+      cpu::gemm(true, false, l, nz, a, T(1), ws.u.data(), a, Z.data(), li(Z.ld()), T(0), utz.data(),
+                l);
       for (lapack_int i = 0; i < l; ++i) {
         const T inv = ws.s[i] > 0 ? T(1) / ws.s[i] : T(0);
         for (lapack_int j = 0; j < nz; ++j) utz[i + static_cast<size_t>(j) * l] *= inv;
@@ -352,9 +353,10 @@ void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k
                                 w.data(), V.data(), li(V.ld()), work.data(),
                                 static_cast<lapack_int>(work.size()), iwork.data(), ifail.data());
   if (info > n)
-    throw InvalidInput("generalized eigenproblem: the block-diagonal Gram matrix is not positive "
-                       "definite (leading minor " + std::to_string(info - n) +
-                       "); some A_i is rank deficient");
+    throw InvalidInput(
+        "generalized eigenproblem: the block-diagonal Gram matrix is not positive "
+        "definite (leading minor " +
+        std::to_string(info - n) + "); some A_i is rank deficient");
   check_info(info, "sygvx");
   for (index_t j = 0; j < k; ++j) evals[j] = w[j];
 }
@@ -430,8 +432,7 @@ std::vector<T> CpuPrimitives<T>::residuals(StackView<const T> A, StackView<const
 }
 
 template <typename T>
-std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A,
-                                                      StackView<const T> G) {
+std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A, StackView<const T> G) {
   const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(G.cols());
   const index_t count = A.count();
   std::vector<T> out(static_cast<size_t>(count * nz), T(0));

@@ -21,8 +21,8 @@ inline void check_info(lapack_int info, const char* routine) {
     throw NumericalError(std::string(routine) + ": argument " + std::to_string(-info) +
                          " had an illegal value (internal error)");
   if (info > 0)
-    throw NumericalError(std::string(routine) + " did not converge (info = " +
-                         std::to_string(info) + ")");
+    throw NumericalError(std::string(routine) +
+                         " did not converge (info = " + std::to_string(info) + ")");
 }
 
 inline CBLAS_TRANSPOSE cblas_op(bool t) { return t ? CblasTrans : CblasNoTrans; }
@@ -45,8 +45,8 @@ inline void trsm_left_upper(lapack_int m, lapack_int n, const float* R, lapack_i
   cblas_strsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, n, 1.0f, R, ldr,
               B, ldb);
 }
-inline void trsm_left_upper(lapack_int m, lapack_int n, const double* R, lapack_int ldr,
-                            double* B, lapack_int ldb) {
+inline void trsm_left_upper(lapack_int m, lapack_int n, const double* R, lapack_int ldr, double* B,
+                            lapack_int ldb) {
   cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, n, 1.0, R, ldr,
               B, ldb);
 }
@@ -59,9 +59,9 @@ inline lapack_int gesdd(lapack_int m, lapack_int n, float* A, lapack_int lda, fl
   return LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, 'S', m, n, A, lda, s, U, ldu, VT, ldvt, work, lwork,
                              iwork);
 }
-inline lapack_int gesdd(lapack_int m, lapack_int n, double* A, lapack_int lda, double* s,
-                        double* U, lapack_int ldu, double* VT, lapack_int ldvt, double* work,
-                        lapack_int lwork, lapack_int* iwork) {
+inline lapack_int gesdd(lapack_int m, lapack_int n, double* A, lapack_int lda, double* s, double* U,
+                        lapack_int ldu, double* VT, lapack_int ldvt, double* work, lapack_int lwork,
+                        lapack_int* iwork) {
   return LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', m, n, A, lda, s, U, ldu, VT, ldvt, work, lwork,
                              iwork);
 }

@@ -7,8 +7,9 @@ namespace dcalign {
 
 bool cuda_available(std::string* why) {
   if (why)
-    *why = "this build of dcalign has no CUDA backend (nvcc was not found at configure time, or "
-           "DCALIGN_CUDA=OFF)";
+    *why =
+        "this build of dcalign has no CUDA backend (nvcc was not found at configure time, or "
+        "DCALIGN_CUDA=OFF)";
   return false;
 }
 

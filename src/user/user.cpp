@@ -59,8 +59,8 @@ Matrix<T> top_right_singular_vectors(const Matrix<T>& X, index_t l, bool center)
   const index_t n = X.rows(), m = X.cols();
   if (l < 1 || l > std::min(n, m))
     throw InvalidInput("secret basis: dimension l = " + std::to_string(l) +
-                       " must be between 1 and min(samples, features) = min(" +
-                       std::to_string(n) + ", " + std::to_string(m) + ")");
+                       " must be between 1 and min(samples, features) = min(" + std::to_string(n) +
+                       ", " + std::to_string(m) + ")");
   require_finite(X, "secret basis: private data");
   Matrix<T> a = X;
   if (center)
@@ -137,8 +137,8 @@ template <typename T>
 Matrix<T> User<T>::project(const Matrix<T>& Y) const {
   require_basis("project");
   if (Y.cols() != features())
-    throw InvalidInput(name_ + ": data has " + std::to_string(Y.cols()) +
-                       " features, expected " + std::to_string(features()));
+    throw InvalidInput(name_ + ": data has " + std::to_string(Y.cols()) + " features, expected " +
+                       std::to_string(features()));
   return multiply(Y, basis_, (name_ + ": Y F").c_str());
 }
 
@@ -157,16 +157,15 @@ template <typename T>
 Matrix<T> apply_change_of_basis(const Matrix<T>& released, const Matrix<T>& G) {
   if (G.rows() != G.cols() || G.rows() != released.cols())
     throw InvalidInput("apply_change_of_basis: G is " + std::to_string(G.rows()) + " x " +
-                       std::to_string(G.cols()) + ", expected " +
-                       std::to_string(released.cols()) + " x " +
-                       std::to_string(released.cols()));
+                       std::to_string(G.cols()) + ", expected " + std::to_string(released.cols()) +
+                       " x " + std::to_string(released.cols()));
   return multiply(released, G, "apply_change_of_basis");
 }
 
-#define DCALIGN_INSTANTIATE_USER(T)                                                       \
-  template Matrix<T> make_anchor<T>(index_t, index_t, AnchorKind, std::uint64_t);         \
-  template Matrix<T> top_right_singular_vectors<T>(const Matrix<T>&, index_t, bool);      \
-  template class User<T>;                                                                 \
+#define DCALIGN_INSTANTIATE_USER(T)                                                  \
+  template Matrix<T> make_anchor<T>(index_t, index_t, AnchorKind, std::uint64_t);    \
+  template Matrix<T> top_right_singular_vectors<T>(const Matrix<T>&, index_t, bool); \
+  template class User<T>;                                                            \
   template Matrix<T> apply_change_of_basis<T>(const Matrix<T>&, const Matrix<T>&);
 DCALIGN_INSTANTIATE_USER(float)
 DCALIGN_INSTANTIATE_USER(double)

@@ -58,9 +58,10 @@ LoopHooks fake_hooks() {
 class SweepFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dcalign_sweep_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-            "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ =
+        fs::temp_directory_path() /
+        ("dcalign_sweep_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "_" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -292,9 +293,7 @@ TEST_F(SweepFiles, BusyPointsAreRemeasuredOnRequest) {
   // Other processes used half of the CPUs during c = 100 only.
   long point = 0;
   hooks.before_point = [&] { return json::object(); };
-  hooks.after_point = [&] {
-    return json{{"other_cpu_fraction", ++point == 2 ? 0.5 : 0.01}};
-  };
+  hooks.after_point = [&] { return json{{"other_cpu_fraction", ++point == 2 ? 0.5 : 0.01}}; };
   std::ostringstream log;
   run_sweep(doc, cfg, {&dc}, path("s.json"), "", log, hooks);
 

@@ -36,8 +36,8 @@ class Cli : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   Result run(const std::string& args) const {
     const std::string err = path("stderr.txt");
-    const std::string cmd = std::string(DCALIGN_CLI_PATH) + " " + args + " 2> " + err + " > " +
-                            path("stdout.txt");
+    const std::string cmd =
+        std::string(DCALIGN_CLI_PATH) + " " + args + " 2> " + err + " > " + path("stdout.txt");
     const int raw = std::system(cmd.c_str());
     std::ifstream f(err);
     std::stringstream ss;
@@ -63,8 +63,8 @@ TEST_F(Cli, AlignWritesOrthogonalGAndReport) {
     EXPECT_EQ(G.rows(), 4);
     std::ifstream f(path("r.json"));
     const auto js = nlohmann::json::parse(f);
-    for (const char* key : {"method", "users", "anchor_rows", "dim", "objective",
-                            "orthogonality_error", "seconds"})
+    for (const char* key :
+         {"method", "users", "anchor_rows", "dim", "objective", "orthogonality_error", "seconds"})
       EXPECT_TRUE(js.contains(key)) << key;
     EXPECT_EQ(js["method"], method);
     EXPECT_EQ(js["users"], 3);
@@ -74,8 +74,8 @@ TEST_F(Cli, AlignWritesOrthogonalGAndReport) {
     }
   }
   // float32 path
-  const auto r = run("align --precision float32 --anchors " + path("A.npy") + " --out " +
-                     path("G32.npy"));
+  const auto r =
+      run("align --precision float32 --anchors " + path("A.npy") + " --out " + path("G32.npy"));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(read_npy_header(path("G32.npy")).dtype, DType::float32);
 }

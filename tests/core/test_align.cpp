@@ -172,7 +172,8 @@ TYPED_TEST(AlignTheorems, KawakamiConstraintAndFormsAgree) {
     const double sign = dot < 0 ? -1.0 : 1.0;
     double diff = 0;
     for (index_t i = 0; i < sh.c; ++i)
-      for (index_t r = 0; r < sh.l; ++r) diff = std::max(diff, std::abs(G[0](i, r, k) - sign * G[1](i, r, k)));
+      for (index_t r = 0; r < sh.l; ++r)
+        diff = std::max(diff, std::abs(G[0](i, r, k) - sign * G[1](i, r, k)));
     EXPECT_LE(diff, 1e-7 * std::sqrt(n0)) << "column " << k;
     EXPECT_NEAR(n0, n1, 1e-7 * n0);
   }
@@ -217,8 +218,7 @@ TYPED_TEST(AlignTheorems, SameSeedSameResult) {
     opts.svd.algorithm = SvdAlgorithm::randomized;
     auto r1 = align(anchors, opts), r2 = align(anchors, opts);
     EXPECT_EQ(r1.G.data()[0], r2.G.data()[0]);
-    EXPECT_TRUE(std::equal(r1.G.data(), r1.G.data() + r1.G.size(), r2.G.data()))
-        << to_string(m);
+    EXPECT_TRUE(std::equal(r1.G.data(), r1.G.data() + r1.G.size(), r2.G.data())) << to_string(m);
   }
 }
 

@@ -31,8 +31,8 @@ Stack<double> good_anchors(index_t c = 4) {
 }
 
 TEST(BadInput, NonFiniteAnchorNamesUserRowColumn) {
-  for (double bad : {std::numeric_limits<double>::quiet_NaN(),
-                     std::numeric_limits<double>::infinity()}) {
+  for (double bad :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
     for (Method m : kAll) {
       auto A = good_anchors();
       A(2, 7, 3) = bad;

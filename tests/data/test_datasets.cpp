@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "dcalign/data.hpp"
 #include "data/file_util.hpp"
+#include "dcalign/data.hpp"
 
 namespace fs = std::filesystem;
 using namespace dcalign;
@@ -42,9 +42,9 @@ LoadOptions shared_opts(bool standardize = true) {
   return o;
 }
 
-using dcalign::testing::TempDir;
 using dcalign::testing::be32;
 using dcalign::testing::read_bytes;
+using dcalign::testing::TempDir;
 using dcalign::testing::write_bytes;
 using dcalign::testing::write_gz;
 

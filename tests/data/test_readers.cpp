@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "dcalign/data.hpp"
 #include "data/file_util.hpp"
+#include "dcalign/data.hpp"
 
 namespace fs = std::filesystem;
 using namespace dcalign;
@@ -23,12 +23,12 @@ using ::testing::HasSubstr;
 
 namespace {
 
-using dcalign::testing::TempDir;
 using dcalign::testing::be32;
+using dcalign::testing::expect_io_error;
 using dcalign::testing::read_bytes;
+using dcalign::testing::TempDir;
 using dcalign::testing::write_bytes;
 using dcalign::testing::write_gz;
-using dcalign::testing::expect_io_error;
 
 // An IDX image file body: header declaring `declared` images of r x c, then `actual` images
 // whose pixel k is (k * 7) mod 256, so every position has a distinct known value.
@@ -44,7 +44,6 @@ std::string idx_labels(std::uint32_t declared, std::uint32_t actual) {
   for (std::uint32_t k = 0; k < actual; ++k) s += static_cast<char>(k % 10);
   return s;
 }
-
 
 }  // namespace
 

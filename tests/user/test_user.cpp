@@ -97,7 +97,8 @@ TEST(User, RoundTripMapsSharedSampleIdentically) {
   std::vector<User<double>> users;
   for (index_t i = 0; i < c; ++i)
     users.emplace_back(mul(random_normal<double>(50, l + 2, rng), basis));
-  const auto V1 = top_right_singular_vectors(Matrix<double>(mul(random_normal<double>(50, l + 2, rng), basis)), l, false);
+  const auto V1 = top_right_singular_vectors(
+      Matrix<double>(mul(random_normal<double>(50, l + 2, rng), basis)), l, false);
   for (index_t i = 0; i < c; ++i) users[i].choose_secret_basis_in(V1, Mixing::haar, 100 + i);
   const auto A = make_anchor<double>(60, m, AnchorKind::uniform, 2);
   std::vector<Matrix<double>> released;
