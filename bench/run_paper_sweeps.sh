@@ -5,6 +5,7 @@
 #   DCALIGN_BUILD  build directory holding bench/dcalign_sweep (default: build)
 #   OUT            output directory (default: bench/results/cpu)
 #   SWEEPS         which sweeps, in order (default: "c a l")
+#   MAX_SECONDS    a series stops once its median at a point exceeds this (default: 60)
 # Interrupted sweeps resume when the script is started again with the same options.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,7 +14,8 @@ out=${OUT:-$here/results/cpu}
 sweep="$build/bench/dcalign_sweep"
 for s in ${SWEEPS:-c a l}; do
   "$sweep" --sweep "$s" --methods odc,imakura,kawakami --precisions float64 --peers numpy \
-    --warmup 1 --repetitions 5 --max-seconds 60 --quiet-below 0.15 --quiet-max-wait 300 "$@" \
+    --warmup 1 --repetitions 5 --max-seconds "${MAX_SECONDS:-60}" \
+    --quiet-below 0.15 --quiet-max-wait 300 "$@" \
     --out "$out/sweep_$s.json"
 done
 files=()
