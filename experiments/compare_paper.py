@@ -11,8 +11,12 @@ Exit status 0 either way: the table is a report, not a test.
 import argparse
 import json
 import math
+import os
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+from analyze import t_quantile  # noqa: E402  (the sweep analysis' Student t quantile)
 
 CONDITIONS = ["SameSpan-Orth", "SameSpan", "DiffSpan-Orth", "DiffSpan"]
 DC_METHODS = ["imakura", "kawakami", "odc"]
@@ -28,12 +32,6 @@ TABLE7 = {
     ("fashion-mnist", "mlp"): ([(86.1, 86.0, 86.0), (86.1, 85.9, 80.5), (81.8, 81.5, 84.3),
                                 (82.5, 81.5, 78.8)], 86.1, 61.1),
 }
-
-# Two-sided 97.5% Student t quantiles for 1..30 degrees of freedom (then the normal value).
-T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
-
 
 def paper_cells(dataset, model):
     """{(condition, method): paper mean} for one dataset and model; empty if not in Table 7."""
@@ -55,8 +53,7 @@ def mean_ci(values):
     if n < 2:
         return mean, 0.0
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    t = T975[n - 2] if n - 1 <= len(T975) else 1.960
-    return mean, t * math.sqrt(var / n)
+    return mean, t_quantile(0.975, n - 1) * math.sqrt(var / n)
 
 
 def compare(result, tolerance=2.0):

@@ -385,12 +385,14 @@ class Runner {
   // Each user alone on its own data, evaluated on its own test share; mean over users. A
   // user whose training data hold a single class cannot fit a classifier and is left out.
   void local(index_t t, const Split& sp, std::vector<Record>& out) {
+    // With test_holder = "first", only user 1's model is scored, on the whole test set.
+    const bool first = c_.test_holder == "first";
+    const index_t scored = first ? 1 : c_.users;
+    const Matrix<double> Y_all = first ? vstack(sp.Y) : Matrix<double>();
+    const std::vector<double> y_all = first ? concat(sp.yY) : std::vector<double>();
     for (const auto& kind : c_.models) {
       const auto t0 = Clock::now();
       std::map<std::string, std::vector<double>> per_metric;
-      // With test_holder = "first", only user 1's model is scored, on the whole test set.
-      const bool first = c_.test_holder == "first";
-      const index_t scored = first ? 1 : c_.users;
       for (index_t i = 0; i < scored; ++i) {
         if (train_.num_classes > 0) {
           const std::set<double> classes(sp.y[i].begin(), sp.y[i].end());
@@ -402,7 +404,7 @@ class Runner {
         // (the metrics refuse it); such users are left out of that metric's mean.
         for (const auto& metric : c_.metrics) {
           try {
-            const double v = first ? evaluate_one(*h, vstack(sp.Y), concat(sp.yY), metric)
+            const double v = first ? evaluate_one(*h, Y_all, y_all, metric)
                                    : evaluate_one(*h, sp.Y[i], sp.yY[i], metric);
             if (std::isfinite(v)) per_metric[metric].push_back(v);
           } catch (const InvalidInput&) {
