@@ -16,6 +16,7 @@
 
 #include "dcalign/backend.hpp"
 #include "dcalign/matrix.hpp"
+#include "dcalign/polar.hpp"
 
 namespace dcalign {
 
@@ -48,6 +49,10 @@ struct AlignOptions {
 
   SvdOptions svd;  ///< Imakura, Kawakami, GOPP's spectral start
   KawakamiForm kawakami_form = KawakamiForm::qr_svd;
+
+  /// How ODC and GOPP take the polar factors: one SVD per user, the batched Newton iteration,
+  /// or the measured faster of the two for the backend and shape (include/dcalign/polar.hpp).
+  PolarMethod polar = PolarMethod::automatic;
 
   GoppInit gopp_init = GoppInit::spectral;
   double gopp_tolerance = 1e-10;  ///< stop when the relative objective decrease is below

@@ -77,8 +77,14 @@ class Buffer {
 /// ratio min/max reveals (numerical) rank deficiency of the input.
 template <typename T>
 struct PolarInfo {
+  /// Per matrix. Exact singular values for the SVD path; for the iterative path the bounds
+  /// sigma_max <= ||M||_F and sigma_min >= 1/||M^{-1}||_F, so that sigma_min/sigma_max
+  /// under-estimates the true ratio by at most a factor l (see `estimated`).
   std::vector<T> sigma_min, sigma_max;
-  int max_iterations = 0;  ///< iterative backends: iterations used (0 for SVD based)
+  int max_iterations = 0;       ///< iterative path: most Newton steps any matrix needed
+  bool estimated = false;       ///< sigma_min/sigma_max are the iterative path's bounds
+  bool used_svd = true;         ///< the SVD path produced G (chosen, or as the fallback)
+  double orthogonality_error = -1;  ///< max_k ||G_k^T G_k - I||_F when measured, else -1
 };
 
 /// Unless a primitive says otherwise, the stacks it takes are contiguous (StackView::contiguous).
@@ -138,6 +144,27 @@ class Primitives {
   /// normalised so that V^T B V = I. S and B are overwritten. Eigenvalues (host) ascending.
   virtual void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                              MatrixView<T> V) = 0;
+
+  // ---- the batched polar iteration (src/core/polar.cpp). Per matrix, `state` holds
+  // polar::kStateSize values in backend memory, read and written only through the
+  // __host__ __device__ functions of src/core/polar_scalar.hpp, so every backend runs the same
+  // decisions. X, Y are contiguous stacks of square matrices.
+  /// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when `transposed`), state_k = polar::start(...).
+  /// M may be strided (e.g. the row blocks of W^T Z).
+  virtual void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state) = 0;
+  /// Y_k = X_k^{-1} (LU with partial pivoting) for every k that polar::active(state_k) calls
+  /// active (a backend may also invert the others; their Y_k is ignored). An exactly singular
+  /// X_k (zero pivot) gets polar::mark_singular.
+  virtual void inverse_batched(StackView<const T> X, StackView<T> Y, T* state) = 0;
+  /// One scaled Newton step on every active k: zeta = polar::newton_zeta(state_k,
+  /// ||X_k||_F^2, ||Y_k||_F^2, iteration); if zeta > 0, X_k <- (zeta X_k + Y_k^T / zeta) / 2 and
+  /// polar::newton_after(state_k, ||X_new - X_k||_F^2, ||X_new||_F^2, tolerance). Sums of
+  /// squares accumulate in double. Returns the number of matrices still active afterwards
+  /// (the iteration's only read back to the host).
+  virtual index_t polar_newton_step(StackView<T> X, StackView<const T> Y, T* state, int iteration,
+                                    double tolerance) = 0;
+  /// C_k <- C_k + alpha I for every square C_k.
+  virtual void add_identity_batched(T alpha, StackView<T> C) = 0;
 
   // ---- reductions (results on the host)
   /// False when any of the n values is NaN or infinite.

@@ -29,6 +29,7 @@ AlignOptions make_options(const AlignArgs& a) {
   o.svd.seed = a.seed ^ 0x5eedULL;
   o.kawakami_form = parse_kawakami_form(a.kawakami_form);
   o.gopp_init = parse_gopp_init(a.gopp_init);
+  o.polar = parse_polar_method(a.polar);
   o.gopp_tolerance = a.gopp_tolerance;
   o.gopp_max_iterations = a.gopp_max_iterations;
   o.evaluate = !a.no_evaluate;
@@ -94,6 +95,10 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
   cmd->add_option("--power-iterations", args.power_iterations, "randomized SVD power iterations")
       ->capture_default_str();
   cmd->add_option("--kawakami-form", args.kawakami_form, "qr-svd | eigen")->capture_default_str();
+  cmd->add_option("--polar", args.polar,
+                  "ODC/GOPP polar factors: auto | svd (one SVD per user) | iterative (batched "
+                  "Newton)")
+      ->capture_default_str();
   cmd->add_option("--gopp-init", args.gopp_init, "spectral | odc")->capture_default_str();
   cmd->add_option("--gopp-tolerance", args.gopp_tolerance, "relative objective decrease to stop")
       ->capture_default_str();

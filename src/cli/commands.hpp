@@ -19,6 +19,7 @@ struct AlignArgs {
   std::string svd = "exact";
   std::string kawakami_form = "qr-svd";
   std::string gopp_init = "spectral";
+  std::string polar = "auto";
   long long reference_user = 0;
   long long oversampling = 10;
   int power_iterations = 2;

@@ -119,7 +119,11 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
     }
     ctx.values_checked = true;
   }
-  return ctx.p.polar_batched(StackView<const T>(scratch, c, l, l, c * l, l), false, ctx.G);
+  PolarOptions po;
+  po.method = ctx.opts.polar;
+  po.fallback_ratio = ctx.rank_tolerance;  // rank decisions on doubtful users use exact SVDs
+  po.measure_orthogonality = false;        // the report's evaluation measures it
+  return polar_factor(ctx.p, StackView<const T>(scratch, c, l, l, c * l, l), false, ctx.G, po);
 }
 
 #define DCALIGN_INSTANTIATE_COMMON(T)                                             \

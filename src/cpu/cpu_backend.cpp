@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/polar_scalar.hpp"
 #include "cpu/lapack.hpp"
 #include "dcalign/random.hpp"
 
@@ -359,6 +360,97 @@ void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k
         std::to_string(info - n) + "); some A_i is rank deficient");
   check_info(info, "sygvx");
   for (index_t j = 0; j < k; ++j) evals[j] = w[j];
+}
+
+// The polar iteration's steps: one pass per matrix, in parallel over matrices, with the shared
+// per-matrix decisions of core/polar_scalar.hpp.
+template <typename T>
+void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackView<T> X,
+                                   T* state) {
+  const index_t l = M.rows();
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < M.count(); ++k) {
+    const auto m = M[k];
+    auto x = X[k];
+    double s = 0;
+    for (index_t j = 0; j < l; ++j)
+      for (index_t i = 0; i < l; ++i) s += static_cast<double>(m(i, j)) * m(i, j);
+    const T f = polar::start(state + k * polar::kStateSize, s);
+    for (index_t j = 0; j < l; ++j)
+      for (index_t i = 0; i < l; ++i) (transposed ? x(j, i) : x(i, j)) = f * m(i, j);
+  }
+}
+
+template <typename T>
+void CpuPrimitives<T>::inverse_batched(StackView<const T> X, StackView<T> Y, T* state) {
+  const lapack_int l = li(X.rows());
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_)
+  {
+    std::vector<lapack_int> ipiv(static_cast<size_t>(l));
+    T query = 0;
+    check_info(getri(l, &query, l, ipiv.data(), &query, -1), "getri (workspace query)");
+    std::vector<T> work(static_cast<size_t>(query) + static_cast<size_t>(l));
+#pragma omp for schedule(dynamic, 4)
+    for (index_t k = 0; k < X.count(); ++k) {
+      T* st = state + k * polar::kStateSize;
+      if (!polar::active(st)) continue;  // converged matrices drop out of the work
+      T* y = Y[k].data();
+      std::memcpy(y, X[k].data(), sizeof(T) * l * l);
+      const lapack_int info = getrf(l, y, l, ipiv.data());
+      check_info(std::min<lapack_int>(info, 0), "getrf");
+      if (info > 0) {
+        polar::mark_singular(st);
+        continue;
+      }
+      check_info(getri(l, y, l, ipiv.data(), work.data(), static_cast<lapack_int>(work.size())),
+                 "getri");
+    }
+  }
+}
+
+template <typename T>
+index_t CpuPrimitives<T>::polar_newton_step(StackView<T> X, StackView<const T> Y, T* state,
+                                            int iteration, double tolerance) {
+  const index_t l = X.rows();
+  index_t active = 0;
+#pragma omp parallel for schedule(static) reduction(+ : active) num_threads(threads_)
+  for (index_t k = 0; k < X.count(); ++k) {
+    T* st = state + k * polar::kStateSize;
+    if (!polar::active(st)) continue;
+    auto x = X[k];
+    const auto y = Y[k];
+    double fx = 0, fy = 0;
+    for (index_t j = 0; j < l; ++j)
+      for (index_t i = 0; i < l; ++i) {
+        fx += static_cast<double>(x(i, j)) * x(i, j);
+        fy += static_cast<double>(y(i, j)) * y(i, j);
+      }
+    const T zeta = polar::newton_zeta(st, fx, fy, iteration);
+    if (!(zeta > T(0))) continue;
+    const T a = zeta / T(2), b = T(1) / (T(2) * zeta);
+    double dx = 0, xn = 0;
+    for (index_t j = 0; j < l; ++j)
+      for (index_t i = 0; i < l; ++i) {
+        const T v = a * x(i, j) + b * y(j, i);
+        const double d = static_cast<double>(v) - x(i, j);
+        dx += d * d;
+        xn += static_cast<double>(v) * v;
+        x(i, j) = v;
+      }
+    polar::newton_after(st, dx, xn, tolerance);
+    if (polar::active(st)) ++active;
+  }
+  return active;
+}
+
+template <typename T>
+void CpuPrimitives<T>::add_identity_batched(T alpha, StackView<T> C) {
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < C.count(); ++k) {
+    auto c = C[k];
+    for (index_t i = 0; i < c.rows(); ++i) c(i, i) += alpha;
+  }
 }
 
 template <typename T>

@@ -38,6 +38,12 @@ class CpuPrimitives final : public Primitives<T> {
   void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                      MatrixView<T> V) override;
 
+  void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state) override;
+  void inverse_batched(StackView<const T> X, StackView<T> Y, T* state) override;
+  index_t polar_newton_step(StackView<T> X, StackView<const T> Y, T* state, int iteration,
+                            double tolerance) override;
+  void add_identity_batched(T alpha, StackView<T> C) override;
+
   bool all_finite(const T* x, index_t n) override;
   std::vector<index_t> first_nonfinite_batched(StackView<const T> x) override;
   std::vector<T> orthogonality_errors(StackView<const T> G) override;

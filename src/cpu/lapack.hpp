@@ -83,6 +83,22 @@ inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* A, lap
   return LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, A, lda, tau, work, lwork);
 }
 
+// LU with partial pivoting and the inverse from it (the batched polar iteration's inverse).
+inline lapack_int getrf(lapack_int n, float* A, lapack_int lda, lapack_int* ipiv) {
+  return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, n, n, A, lda, ipiv);
+}
+inline lapack_int getrf(lapack_int n, double* A, lapack_int lda, lapack_int* ipiv) {
+  return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, A, lda, ipiv);
+}
+inline lapack_int getri(lapack_int n, float* A, lapack_int lda, const lapack_int* ipiv, float* work,
+                        lapack_int lwork) {
+  return LAPACKE_sgetri_work(LAPACK_COL_MAJOR, n, A, lda, ipiv, work, lwork);
+}
+inline lapack_int getri(lapack_int n, double* A, lapack_int lda, const lapack_int* ipiv,
+                        double* work, lapack_int lwork) {
+  return LAPACKE_dgetri_work(LAPACK_COL_MAJOR, n, A, lda, ipiv, work, lwork);
+}
+
 // sygvx: itype 1 (A x = lambda B x), eigenvectors, eigenvalues il..iu (1-based), lower triangle.
 inline lapack_int sygvx(lapack_int n, float* A, lapack_int lda, float* B, lapack_int ldb,
                         lapack_int il, lapack_int iu, lapack_int* m, float* w, float* Z,

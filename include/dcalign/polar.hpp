@@ -1,0 +1,43 @@
+#pragma once
+// The orthogonal polar factor of a batch of square matrices, written once on the backend
+// primitives (src/core/polar.cpp). Two paths:
+//   svd        G = U V^T from one SVD per matrix (Primitives::polar_batched);
+//   iterative  scaled Newton iteration X <- (zeta X + X^{-T} / zeta) / 2 with Higham's
+//              Frobenius scaling, X_0 = M / ||M||_F, stopped when the relative step is at most
+//              sqrt(10 u), finished by one Newton-Schulz step X (3I - X^T X) / 2. It needs only
+//              batched LU inverses, batched GEMM and per-matrix norms, so it stays batched on a
+//              GPU, where no library offers a batched SVD above 32 x 32.
+// A matrix whose condition estimate ||X_0||_F ||X_0^{-1}||_F makes its rank doubtful, that
+// fails (zero pivot, overflow) or does not converge is routed to the SVD path, so rank
+// decisions are made on exact singular values, exactly as on the SVD path.
+#include <string>
+
+#include "dcalign/backend.hpp"
+
+namespace dcalign {
+
+enum class PolarMethod { automatic, svd, iterative };
+PolarMethod parse_polar_method(const std::string& name);  ///< "auto", "svd", "iterative"
+std::string to_string(PolarMethod m);
+
+struct PolarOptions {
+  PolarMethod method = PolarMethod::automatic;
+  /// The iterative path hands the batch to the SVD path when some matrix has
+  /// 1 / (||X_0||_F ||X_0^{-1}||_F) at or below this (that bound is at most sigma_min/sigma_max,
+  /// and at least 1/l of it). Negative: l * eps(T), the default rank tolerance.
+  double fallback_ratio = -1.0;
+  int max_iterations = 30;            ///< Newton steps at most (Byers-Xu: <= 9 up to kappa = 1e16)
+  bool measure_orthogonality = true;  ///< fill PolarInfo::orthogonality_error
+};
+
+/// G_k = polar factor of M_k (of M_k^T when `transposed`), k = 1..count; M may be strided, G is
+/// contiguous. Throws NumericalError when some M_k has a NaN or Inf entry.
+template <typename T>
+PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
+                          const PolarOptions& opts = {});
+
+/// The path PolarMethod::automatic takes on this device for count matrices of order l
+/// (measured crossovers, README "Polar factor").
+PolarMethod choose_polar_method(Device device, index_t l, index_t count);
+
+}  // namespace dcalign

@@ -1,0 +1,156 @@
+// The batched polar factor (include/dcalign/polar.hpp), written once on Primitives<T>. The host
+// never loops over the matrices: every step is one batched primitive, and the per-matrix
+// decisions are the functions of core/polar_scalar.hpp, which the backends call.
+#include "dcalign/polar.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "core/polar_scalar.hpp"
+
+namespace dcalign {
+
+PolarMethod parse_polar_method(const std::string& name) {
+  if (name == "auto" || name == "automatic") return PolarMethod::automatic;
+  if (name == "svd") return PolarMethod::svd;
+  if (name == "iterative" || name == "newton") return PolarMethod::iterative;
+  throw InvalidInput("unknown polar method '" + name + "' (expected auto, svd or iterative)");
+}
+
+std::string to_string(PolarMethod m) {
+  switch (m) {
+    case PolarMethod::automatic:
+      return "auto";
+    case PolarMethod::svd:
+      return "svd";
+    case PolarMethod::iterative:
+      return "iterative";
+  }
+  return "auto";
+}
+
+PolarMethod choose_polar_method(Device device, index_t l, index_t count) {
+  (void)count;
+  // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
+  if (device == Device::cuda) return PolarMethod::iterative;
+  // CPU: crossover measured in bench/results/polar (README "Polar factor").
+  return l >= 8 ? PolarMethod::iterative : PolarMethod::svd;
+}
+
+namespace {
+
+// Throws NumericalError naming the first matrix whose polar::start flagged a NaN or Inf.
+template <typename T>
+void check_finite_state(const std::vector<T>& state, index_t c) {
+  for (index_t k = 0; k < c; ++k) {
+    const T* st = state.data() + k * polar::kStateSize;
+    if ((polar::flags(st) & polar::kNonFinite) && !std::isfinite(st[polar::kAlpha])) {
+      std::ostringstream os;
+      os << "polar_factor: matrix " << k << " contains NaN or Inf";
+      throw NumericalError(os.str());
+    }
+  }
+}
+
+template <typename T>
+PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
+                      const PolarOptions& opts) {
+  PolarInfo<T> info = p.polar_batched(M, transposed, G);
+  info.used_svd = true;
+  if (opts.measure_orthogonality) {
+    const auto e = p.orthogonality_errors(StackView<const T>(G));
+    info.orthogonality_error = *std::max_element(e.begin(), e.end());
+  }
+  return info;
+}
+
+}  // namespace
+
+template <typename T>
+PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
+                          const PolarOptions& opts) {
+  const index_t c = M.count(), l = M.rows();
+  if (M.rows() != M.cols()) throw InvalidInput("polar_factor: square matrices expected");
+  if (G.count() != c || G.rows() != l || G.cols() != l || !G.contiguous())
+    throw InvalidInput("polar_factor: G must be a contiguous stack of c matrices l x l");
+  if (c == 0) return {};
+  const PolarMethod method =
+      opts.method == PolarMethod::automatic ? choose_polar_method(p.device(), l, c) : opts.method;
+  if (method == PolarMethod::svd) {
+    // LAPACK's behaviour on NaN is unspecified: find it first with the iteration's own start
+    // (an O(l^2) pass per matrix, any layout of M), G serving as the scratch X.
+    Buffer<T> sb = p.allocate(c * polar::kStateSize);
+    p.polar_start(M, transposed, G, sb.data());
+    std::vector<T> state(static_cast<size_t>(c * polar::kStateSize));
+    p.to_host(sb.data(), state.data(), c * polar::kStateSize);
+    check_finite_state(state, c);
+    return svd_path(p, M, transposed, G, opts);
+  }
+
+  // Unit roundoff u = eps / 2; the stopping test sqrt(10 u) leaves an iterate whose error is
+  // about the square of it, which the Newton-Schulz step then takes to working accuracy.
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double tolerance = std::sqrt(10.0 * u);
+  Buffer<T> xb = p.allocate(c * l * l), yb = p.allocate(c * l * l);
+  Buffer<T> sb = p.allocate(c * polar::kStateSize);
+  StackView<T> X(xb.data(), c, l, l), Y(yb.data(), c, l, l);
+  p.polar_start(M, transposed, X, sb.data());
+  for (int it = 0; it < opts.max_iterations; ++it) {
+    p.inverse_batched(StackView<const T>(X), Y, sb.data());
+    if (p.polar_newton_step(X, StackView<const T>(Y), sb.data(), it, tolerance) == 0) break;
+  }
+
+  std::vector<T> state(static_cast<size_t>(c * polar::kStateSize));
+  p.to_host(sb.data(), state.data(), c * polar::kStateSize);
+  p.synchronize();
+  const double fallback = opts.fallback_ratio >= 0
+                              ? opts.fallback_ratio
+                              : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
+  check_finite_state(state, c);
+  PolarInfo<T> info;
+  info.sigma_min.resize(static_cast<size_t>(c));
+  info.sigma_max.resize(static_cast<size_t>(c));
+  bool to_svd = false;
+  int most = 0;
+  for (index_t k = 0; k < c; ++k) {
+    const T* st = state.data() + k * polar::kStateSize;
+    most = std::max(most, static_cast<int>(st[polar::kIterations]));
+    const double kappa = st[polar::kKappa];
+    if (polar::failed(st) || polar::active(st) || !(kappa > 0) || !(1.0 / kappa > fallback))
+      to_svd = true;
+    info.sigma_max[k] = st[polar::kAlpha];
+    info.sigma_min[k] = st[polar::kInvNorm] > 0 ? T(1) / st[polar::kInvNorm] : T(0);
+  }
+  if (to_svd) {
+    // Rare: a doubtful rank, a zero pivot or no convergence. The SVD path gives exact singular
+    // values for the caller's rank decision (and its G, which is then the answer).
+    PolarInfo<T> exact = svd_path(p, M, transposed, G, opts);
+    exact.max_iterations = most;
+    return exact;
+  }
+  // Newton-Schulz polish G = X (3I - X^T X) / 2, taken as G = X + X D with the small
+  // D = (I - X^T X) / 2 (Y as workspace): the correction then costs no rounding of its own
+  // beyond u per entry, which keeps float within 1e-5 of orthogonality up to l = 1000.
+  p.copy(X.data(), G.data(), c * l * l);
+  p.gemm_batched(Op::trans, Op::none, T(-0.5), StackView<const T>(X), StackView<const T>(X), T(0),
+                 Y);
+  p.add_identity_batched(T(0.5), Y);
+  p.gemm_batched(Op::none, Op::none, T(1), StackView<const T>(X), StackView<const T>(Y), T(1), G);
+  info.max_iterations = most;
+  info.estimated = true;
+  info.used_svd = false;
+  if (opts.measure_orthogonality) {
+    const auto e = p.orthogonality_errors(StackView<const T>(G));
+    info.orthogonality_error = *std::max_element(e.begin(), e.end());
+  }
+  return info;
+}
+
+template PolarInfo<float> polar_factor<float>(Primitives<float>&, StackView<const float>, bool,
+                                              StackView<float>, const PolarOptions&);
+template PolarInfo<double> polar_factor<double>(Primitives<double>&, StackView<const double>, bool,
+                                                StackView<double>, const PolarOptions&);
+
+}  // namespace dcalign
