@@ -8,12 +8,14 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
+#include "dcalign/polar.hpp"
 #include "dcalign/random.hpp"
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -93,6 +95,31 @@ void BM_PolarBatched(benchmark::State& st) {
                         dcalign::StackView<double>(g.data(), c, l, l)));
 }
 BENCHMARK(BM_PolarBatched)->Apply(args);
+
+// The batched scaled Newton iteration (dcalign::polar_factor, iterative path) on the same M_i;
+// counters: Newton steps of the slowest matrix and the orthogonality error reached.
+void BM_PolarIterative(benchmark::State& st) {
+  const long a = st.range(0), l = st.range(1), c = st.range(2);
+  Setup s(a, l, c, threads());
+  auto& p = s.backend->f64();
+  std::vector<double> m(static_cast<size_t>(c * l * l)), g(m.size());
+  p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
+         dcalign::MatrixView<double>(m.data(), c * l, l));
+  dcalign::PolarOptions o;
+  o.method = dcalign::PolarMethod::iterative;
+  o.measure_orthogonality = false;
+  dcalign::PolarInfo<double> info;
+  for (auto _ : st)
+    info = dcalign::polar_factor(p, dcalign::StackView<const double>(m.data(), c, l, l, c * l, l),
+                                 false, dcalign::StackView<double>(g.data(), c, l, l), o);
+  st.counters["newton_steps"] = info.max_iterations;
+  st.counters["svd_fallback"] = info.used_svd ? 1 : 0;
+  double worst = 0;
+  for (double e : p.orthogonality_errors(dcalign::StackView<const double>(g.data(), c, l, l)))
+    worst = std::max(worst, e);
+  st.counters["orth_error"] = worst;
+}
+BENCHMARK(BM_PolarIterative)->Apply(args);
 
 // The same on one thread: the users one after the other, as in the NumPy loop.
 void BM_PolarOneThread(benchmark::State& st) {

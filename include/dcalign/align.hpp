@@ -62,8 +62,13 @@ struct AlignOptions {
   /// factorises is at or below this; negative means the default l * eps(T), the threshold of
   /// numpy.linalg.matrix_rank and LAPACK's xGELSD.
   double rank_tolerance = -1.0;
-  /// Compute the objective and orthogonality error (one extra pass over the anchors).
+  /// Compute the objective and the orthogonality error. For ODC and GOPP (orthogonal G_i) the
+  /// objective is derived from quantities the method already has (sum_i ||A_i||^2, ||Z||^2 and
+  /// tr(G_i^T M_i)), one reduction over the anchors instead of recomputing every A_i G_i.
   bool evaluate = true;
+  /// Also compute the consensus objective, which needs Zbar = mean_i A_i G_i: a second product
+  /// over all anchors, as costly as ODC itself. Always computed for Kawakami-DC (its objective).
+  bool evaluate_consensus = false;
 };
 
 /// What an alignment did. Keys of to_json() are stable (CLI --report).
@@ -76,7 +81,8 @@ struct AlignReport {
   /// given target, GOPP: the final Z). Kawakami-DC has no target: Z is the mean of A_i G_i.
   double objective = 0.0;
   /// sum_i ||A_i G_i - Zbar||_F^2 with Zbar = mean_i A_i G_i; equals the pairwise objective
-  /// sum_{i,j} ||A_i G_i - A_j G_j||_F^2 / (2c), comparable across methods.
+  /// sum_{i,j} ||A_i G_i - A_j G_j||_F^2 / (2c), comparable across methods. NaN (JSON null)
+  /// unless AlignOptions::evaluate_consensus, Kawakami-DC or GOPP (where Z is that mean).
   double consensus_objective = 0.0;
   /// max_i ||G_i^T G_i - I||_F.
   double orthogonality_error = 0.0;

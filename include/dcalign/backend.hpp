@@ -81,9 +81,9 @@ struct PolarInfo {
   /// sigma_max <= ||M||_F and sigma_min >= 1/||M^{-1}||_F, so that sigma_min/sigma_max
   /// under-estimates the true ratio by at most a factor l (see `estimated`).
   std::vector<T> sigma_min, sigma_max;
-  int max_iterations = 0;       ///< iterative path: most Newton steps any matrix needed
-  bool estimated = false;       ///< sigma_min/sigma_max are the iterative path's bounds
-  bool used_svd = true;         ///< the SVD path produced G (chosen, or as the fallback)
+  int max_iterations = 0;           ///< iterative path: most Newton steps any matrix needed
+  bool estimated = false;           ///< sigma_min/sigma_max are the iterative path's bounds
+  bool used_svd = true;             ///< the SVD path produced G (chosen, or as the fallback)
   double orthogonality_error = -1;  ///< max_k ||G_k^T G_k - I||_F when measured, else -1
 };
 
@@ -180,6 +180,14 @@ class Primitives {
   virtual std::vector<T> product_column_norms(StackView<const T> A, StackView<const T> G) = 0;
   /// sum of x_i^2 over n contiguous values, accumulated in double.
   virtual double sum_squares(const T* x, index_t n) = 0;
+  /// <X_k, Y_k>_F = sum_ij X_k(i, j) Y_k(i, j) for every k, accumulated in double; X and Y may
+  /// be strided (X = Y gives ||X_k||_F^2). The evaluation uses it for ||A_i||_F^2 and
+  /// tr(G_i^T M_i).
+  virtual std::vector<double> inner_products(StackView<const T> X, StackView<const T> Y) {
+    (void)X;
+    (void)Y;
+    throw BackendError("inner_products is not implemented by this backend");
+  }
 };
 
 struct BackendOptions {

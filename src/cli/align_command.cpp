@@ -33,6 +33,7 @@ AlignOptions make_options(const AlignArgs& a) {
   o.gopp_tolerance = a.gopp_tolerance;
   o.gopp_max_iterations = a.gopp_max_iterations;
   o.evaluate = !a.no_evaluate;
+  o.evaluate_consensus = a.consensus;
   return o;
 }
 
@@ -107,6 +108,8 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
   cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
       ->capture_default_str();
   cmd->add_flag("--no-evaluate", args.no_evaluate, "skip objective/orthogonality evaluation");
+  cmd->add_flag("--consensus", args.consensus,
+                "also compute the consensus objective (one more product over all anchors)");
   cmd->callback([&args] {
     if (args.precision == "float64" || args.precision == "double")
       run<double>(args);

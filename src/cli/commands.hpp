@@ -27,6 +27,7 @@ struct AlignArgs {
   long long gopp_max_iterations = 200;
   int threads = 0;
   bool no_evaluate = false;
+  bool consensus = false;
 };
 void add_align_command(CLI::App& app, AlignArgs& args);
 

@@ -15,29 +15,61 @@ const char* precision_name() {
   return std::is_same_v<T, float> ? "float32" : "float64";
 }
 
-// Objective, consensus objective, orthogonality and (Kawakami) constraint error.
+// Objective, consensus objective, orthogonality and (Kawakami) constraint error. Costs, with
+// W = [A_1 ... A_c]: ODC and GOPP derive the objective (no product over W); the consensus
+// objective needs Zbar = W [G_1; ...; G_c] / c, one product as large as ODC's own.
 template <typename T>
 void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
   auto& p = ctx.p;
   auto& r = ctx.report;
   const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.users();
-  const auto orth = p.orthogonality_errors(StackView<const T>(ctx.G));
+  const Method method = ctx.opts.method;
+  const StackView<const T> G(ctx.G);
+  const auto orth = p.orthogonality_errors(G);
   r.orthogonality_error = *std::max_element(orth.begin(), orth.end());
-
-  Buffer<T> zbar = p.allocate(a * l), gv = p.allocate(c * l * l);
-  p.vstack(StackView<const T>(ctx.G), MatrixView<T>(gv.data(), c * l, l));
-  p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(),
-         MatrixView<const T>(gv.data(), c * l, l), T(0), MatrixView<T>(zbar.data(), a, l));
-  auto sum = [](const std::vector<T>& v) {
+  auto sum = [](const auto& v) {
     return std::accumulate(v.begin(), v.end(), 0.0,
-                           [](double s, T x) { return s + static_cast<double>(x); });
+                           [](double s, auto x) { return s + static_cast<double>(x); });
   };
-  r.consensus_objective =
-      sum(p.residuals(ctx.A, StackView<const T>(ctx.G), MatrixView<const T>(zbar.data(), a, l)));
-  r.objective = target.data() ? sum(p.residuals(ctx.A, StackView<const T>(ctx.G), target))
-                              : r.consensus_objective;
-  if (ctx.opts.method == Method::kawakami) {
-    const auto norms = p.product_column_norms(ctx.A, StackView<const T>(ctx.G));
+  // sum_i ||A_i||_F^2 = sum_i ||A_i G_i||_F^2 for orthogonal G_i.
+  double anchors_sq = -1;
+  auto anchor_norms = [&] {
+    if (anchors_sq < 0) anchors_sq = sum(p.inner_products(ctx.A, ctx.A));
+    return anchors_sq;
+  };
+  const bool orthogonal = method == Method::odc || method == Method::gopp;
+  r.consensus_objective = std::numeric_limits<double>::quiet_NaN();
+  if (method == Method::gopp) {
+    // Z is the mean of the A_i G_i: the tracked objective is the consensus objective too.
+    r.objective = r.objective_history.empty() ? 0.0 : r.objective_history.back();
+    r.consensus_objective = r.objective;
+  } else if (method == Method::odc && ctx.products.data()) {
+    // ||A_i G_i - Z||^2 = ||A_i||^2 + ||Z||^2 - 2 <G_i, A_i^T Z> for orthogonal G_i, from the
+    // products M_i the Procrustes step computed. Its rounding is eps * sum_i ||A_i||^2, not
+    // eps^2 as for the direct sum; the orthogonality error says how exact the identity is.
+    const double zz = p.sum_squares(target.data(), a * l);
+    const auto tr = p.inner_products(G, StackView<const T>(ctx.products.data(), c, l, l, c * l, l));
+    r.objective = std::max(0.0, anchor_norms() + static_cast<double>(c) * zz - 2.0 * sum(tr));
+  } else if (target.data()) {
+    r.objective = sum(p.residuals(ctx.A, G, target));
+  }
+  if (ctx.opts.evaluate_consensus || method == Method::kawakami) {
+    if (method != Method::gopp) {
+      Buffer<T> zbar = p.allocate(a * l), gv = p.allocate(c * l * l);
+      p.vstack(G, MatrixView<T>(gv.data(), c * l, l));
+      p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(),
+             MatrixView<const T>(gv.data(), c * l, l), T(0), MatrixView<T>(zbar.data(), a, l));
+      // sum_i ||Y_i - Ybar||^2 = sum_i ||Y_i||^2 - c ||Ybar||^2 for any Y_i; ||Y_i|| = ||A_i||
+      // for orthogonal G_i, otherwise the direct sum.
+      r.consensus_objective =
+          orthogonal ? std::max(0.0, anchor_norms() -
+                                         static_cast<double>(c) * p.sum_squares(zbar.data(), a * l))
+                     : sum(p.residuals(ctx.A, G, MatrixView<const T>(zbar.data(), a, l)));
+    }
+    if (method == Method::kawakami) r.objective = r.consensus_objective;
+  }
+  if (method == Method::kawakami) {
+    const auto norms = p.product_column_norms(ctx.A, G);
     double worst = 0;
     for (index_t j = 0; j < l; ++j) {
       double s = 0;
@@ -75,7 +107,7 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   const double tol = opts.rank_tolerance >= 0
                          ? opts.rank_tolerance
                          : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
-  core::Context<T> ctx{p, anchors, G, opts, report, timer, tol};
+  core::Context<T> ctx{p, anchors, G, opts, report, timer, tol, false, Buffer<T>()};
   // ODC (and GOPP from the ODC start) prove finiteness through their first product (see
   // procrustes_step); methods that begin with an SVD or QR of the anchors scan first, because
   // LAPACK's behaviour on NaN input is unspecified.

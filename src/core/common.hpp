@@ -40,6 +40,9 @@ struct Context {
   PhaseTimer<T>& timer;
   double rank_tolerance;
   bool values_checked = false;  ///< anchors proven finite
+  /// ODC: the products W^T Z (c*l x l; row block i is M_i = A_i^T Z) of its Procrustes step,
+  /// kept for the evaluation, which derives the objective from them.
+  Buffer<T> products;
   index_t users() const { return A.count(); }
   index_t rows() const { return A.rows(); }
   index_t dim() const { return A.cols(); }

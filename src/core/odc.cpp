@@ -31,8 +31,8 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
   }
   ctx.timer.lap("target");
 
-  Buffer<T> scratch = p.allocate(c * l * l);
-  PolarInfo<T> info = procrustes_step(ctx, MatrixView<const T>(Z), scratch.data());
+  ctx.products = p.allocate(c * l * l);
+  PolarInfo<T> info = procrustes_step(ctx, MatrixView<const T>(Z), ctx.products.data());
   ctx.timer.lap("procrustes");
 
   std::vector<T> ratio(static_cast<size_t>(c));

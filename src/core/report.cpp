@@ -1,5 +1,7 @@
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 #include "dcalign/align.hpp"
 
 namespace dcalign {
@@ -21,7 +23,8 @@ std::string AlignReport::to_json(int indent) const {
   // JSON has no NaN: metrics that were not computed are null.
   auto metric = [&](double v) { return evaluated ? nlohmann::ordered_json(v) : nullptr; };
   j["objective"] = metric(objective);
-  j["consensus_objective"] = metric(consensus_objective);
+  j["consensus_objective"] =
+      std::isnan(consensus_objective) ? nullptr : metric(consensus_objective);
   j["orthogonality_error"] = metric(orthogonality_error);
   j["constraint_error"] = metric(constraint_error);
   j["min_rank_ratio"] = min_rank_ratio;

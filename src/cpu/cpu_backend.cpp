@@ -556,6 +556,25 @@ double CpuPrimitives<T>::sum_squares(const T* x, index_t n) {
   return s;
 }
 
+template <typename T>
+std::vector<double> CpuPrimitives<T>::inner_products(StackView<const T> X, StackView<const T> Y) {
+  std::vector<double> out(static_cast<size_t>(X.count()), 0.0);
+  const index_t m = X.rows(), n = X.cols();
+#pragma omp parallel for schedule(static) num_threads(threads_)
+  for (index_t k = 0; k < X.count(); ++k) {
+    const auto x = X[k], y = Y[k];
+    double s = 0;
+    for (index_t j = 0; j < n; ++j) {
+      const T* xc = x.data() + j * x.ld();
+      const T* yc = y.data() + j * y.ld();
+#pragma omp simd reduction(+ : s)
+      for (index_t i = 0; i < m; ++i) s += static_cast<double>(xc[i]) * yc[i];
+    }
+    out[k] = s;
+  }
+  return out;
+}
+
 template class CpuPrimitives<float>;
 template class CpuPrimitives<double>;
 

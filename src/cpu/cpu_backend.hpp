@@ -51,6 +51,7 @@ class CpuPrimitives final : public Primitives<T> {
                            MatrixView<const T> Z) override;
   std::vector<T> product_column_norms(StackView<const T> A, StackView<const T> G) override;
   double sum_squares(const T* x, index_t n) override;
+  std::vector<double> inner_products(StackView<const T> X, StackView<const T> Y) override;
 
  private:
   int threads_;

@@ -186,6 +186,7 @@ TYPED_TEST(AlignTheorems, GoppMonotoneAndNotAboveOdc) {
   auto syn = testing::make_synthetic(sh.a, sh.m, sh.l, sh.c, SpanCondition::diff_span_orth, 31);
   auto anchors = testing::released_anchors<T>(syn);
   AlignOptions odc;
+  odc.evaluate_consensus = true;
   auto ref = align(anchors, odc);
   for (GoppInit init : {GoppInit::spectral, GoppInit::odc}) {
     SCOPED_TRACE(init == GoppInit::spectral ? "spectral start" : "ODC start");
@@ -205,6 +206,49 @@ TYPED_TEST(AlignTheorems, GoppMonotoneAndNotAboveOdc) {
     EXPECT_NEAR(res.report.objective, h.back(), 1e-6 * h.front() + slack);
     EXPECT_LE(res.report.orthogonality_error, this->orth_tol() * std::sqrt(double(sh.l)));
   }
+}
+
+// The report's derived objective (ODC: ||A_i||^2 + ||Z||^2 - 2 tr(G_i^T M_i); GOPP: from its
+// mean target) and the consensus objective against direct sums over A_i G_i computed here in
+// double: the values the evaluation produced before it derived them.
+TYPED_TEST(AlignTheorems, EvaluationMatchesDirectSums) {
+  using T = TypeParam;
+  const Shape sh{70, 18, 6, 5};
+  auto syn = testing::make_synthetic(sh.a, sh.m, sh.l, sh.c, SpanCondition::diff_span_orth, 41);
+  auto anchors = testing::released_anchors<T>(syn);
+  for (Method m : {Method::odc, Method::gopp, Method::imakura, Method::kawakami}) {
+    SCOPED_TRACE(to_string(m));
+    AlignOptions opts;
+    opts.method = m;
+    opts.evaluate_consensus = true;
+    auto res = align(anchors, opts);
+    std::vector<Matrix<double>> Y;
+    Matrix<double> zbar(sh.a, sh.l);
+    double norms = 0;
+    for (index_t i = 0; i < sh.c; ++i) {
+      const Matrix<double> A = to_double(anchors.matrix(i));
+      norms += frob(A) * frob(A);
+      Y.push_back(mul(A, to_double(res.G[i])));
+      for (index_t k = 0; k < zbar.size(); ++k) zbar.data()[k] += Y.back().data()[k] / sh.c;
+    }
+    double obj = 0, cons = 0;
+    for (const auto& y : Y) {
+      const double d =
+          m == Method::kawakami ? frob_diff(y, zbar) : frob_diff(y, to_double(res.target));
+      obj += d * d;
+      cons += frob_diff(y, zbar) * frob_diff(y, zbar);
+    }
+    // The derived forms cancel terms of size sum_i ||A_i||^2: rounding eps * that, times a
+    // small constant for the sums (the direct sums are accurate to eps^2 of it).
+    const double slack = 100 * testing::eps<T>() * norms;
+    EXPECT_NEAR(res.report.objective, obj, slack + 1e-9 * obj);
+    EXPECT_NEAR(res.report.consensus_objective, cons, slack + 1e-9 * cons);
+    EXPECT_LE(cons, obj + slack) << "the mean is the best common target";
+  }
+  AlignOptions plain;
+  const auto res = align(anchors, plain);
+  EXPECT_TRUE(std::isnan(res.report.consensus_objective)) << "consensus is opt-in for ODC";
+  EXPECT_NE(res.report.to_json().find("\"consensus_objective\": null"), std::string::npos);
 }
 
 TYPED_TEST(AlignTheorems, SameSeedSameResult) {
