@@ -163,6 +163,20 @@ class Primitives {
   /// (the iteration's only read back to the host).
   virtual index_t polar_newton_step(StackView<T> X, StackView<const T> Y, T* state, int iteration,
                                     double tolerance) = 0;
+  /// The whole iteration after polar_start: up to max_steps times, Y = inverse_batched(X) and
+  /// polar_newton_step with iterations 0, 1, ...; stops early when no matrix is active and
+  /// returns how many still are. The default composes the two primitives (one host read per
+  /// step); a backend may fuse them, e.g. the CPU runs every matrix's steps while it is in
+  /// cache. Y is workspace.
+  virtual index_t polar_newton_steps(StackView<T> X, StackView<T> Y, T* state, int max_steps,
+                                     double tolerance) {
+    index_t active = X.count();
+    for (int it = 0; it < max_steps && active > 0; ++it) {
+      inverse_batched(StackView<const T>(X), Y, state);
+      active = polar_newton_step(X, StackView<const T>(Y), state, it, tolerance);
+    }
+    return active;
+  }
   /// C_k <- C_k + alpha I for every square C_k.
   virtual void add_identity_batched(T alpha, StackView<T> C) = 0;
 

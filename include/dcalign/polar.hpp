@@ -3,8 +3,9 @@
 // primitives (src/core/polar.cpp). Two paths:
 //   svd        G = U V^T from one SVD per matrix (Primitives::polar_batched);
 //   iterative  scaled Newton iteration X <- (zeta X + X^{-T} / zeta) / 2 with Higham's
-//              Frobenius scaling, X_0 = M / ||M||_F, stopped when the relative step is at most
-//              sqrt(10 u), finished by one Newton-Schulz step X (3I - X^T X) / 2. It needs only
+//              Frobenius scaling, X_0 = M / ||M||_F, stopped once an unscaled step is small
+//              enough for one Newton-Schulz step X (3I - X^T X) / 2 to reach the unit
+//              roundoff (src/core/polar.cpp), then finished by that step. It needs only
 //              batched LU inverses, batched GEMM and per-matrix norms, so it stays batched on a
 //              GPU, where no library offers a batched SVD above 32 x 32.
 // A matrix whose condition estimate ||X_0||_F ||X_0^{-1}||_F makes its rank doubtful, that

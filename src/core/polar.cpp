@@ -35,8 +35,10 @@ PolarMethod choose_polar_method(Device device, index_t l, index_t count) {
   (void)count;
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
   if (device == Device::cuda) return PolarMethod::iterative;
-  // CPU: crossover measured in bench/results/polar (README "Polar factor").
-  return l >= 8 ? PolarMethod::iterative : PolarMethod::svd;
+  // CPU: the iteration, with the backend's in-cache Gauss-Jordan inverses, is faster than one
+  // gesdd per matrix from l = 3 to about l = 64 (1.5x at l = 50, kappa ~ 1e3); beyond, LAPACK's
+  // SVD wins (bench/results/polar).
+  return l >= 3 && l <= 64 ? PolarMethod::iterative : PolarMethod::svd;
 }
 
 namespace {
@@ -89,18 +91,18 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     return svd_path(p, M, transposed, G, opts);
   }
 
-  // Unit roundoff u = eps / 2; the stopping test sqrt(10 u) leaves an iterate whose error is
-  // about the square of it, which the Newton-Schulz step then takes to working accuracy.
+  // Stopping test on the relative step delta of an unscaled Newton step. delta is the RMS of
+  // the singular values' distances e_j to 1, so max e_j <= sqrt(l) delta; the step leaves
+  // e_j^2 / 2 and the Newton-Schulz polish maps e to 1.5 e^2. Both together reach the unit
+  // roundoff u when sqrt(l) delta <= (2 sqrt(u / 1.5))^(1/2): one Newton step fewer than a
+  // test at sqrt(u).
   const double u = std::numeric_limits<T>::epsilon() / 2;
-  const double tolerance = std::sqrt(10.0 * u);
+  const double tolerance = std::sqrt(2.0 * std::sqrt(u / 1.5)) / std::sqrt(static_cast<double>(l));
   Buffer<T> xb = p.allocate(c * l * l), yb = p.allocate(c * l * l);
   Buffer<T> sb = p.allocate(c * polar::kStateSize);
   StackView<T> X(xb.data(), c, l, l), Y(yb.data(), c, l, l);
   p.polar_start(M, transposed, X, sb.data());
-  for (int it = 0; it < opts.max_iterations; ++it) {
-    p.inverse_batched(StackView<const T>(X), Y, sb.data());
-    if (p.polar_newton_step(X, StackView<const T>(Y), sb.data(), it, tolerance) == 0) break;
-  }
+  p.polar_newton_steps(X, Y, sb.data(), opts.max_iterations, tolerance);
 
   std::vector<T> state(static_cast<size_t>(c * polar::kStateSize));
   p.to_host(sb.data(), state.data(), c * polar::kStateSize);

@@ -101,7 +101,8 @@ DCALIGN_HD inline T newton_zeta(T* st, double fx2, double fy2, int iteration) {
 
 /// Records a finished step from dx2 = ||X_new - X||_F^2 and xn2 = ||X_new||_F^2. Scaling is
 /// switched off once the step is below 1e-2 (near convergence it only delays the quadratic
-/// phase); the matrix is converged once the step is at most `tolerance`.
+/// phase). The matrix is converged when an unscaled step is at most `tolerance`: in that phase
+/// the step measures the error before it, and the error after it is about half its square.
 template <typename T>
 DCALIGN_HD inline void newton_after(T* st, double dx2, double xn2, double tolerance) {
   st[kIterations] = st[kIterations] + T(1);
@@ -111,8 +112,8 @@ DCALIGN_HD inline void newton_after(T* st, double dx2, double xn2, double tolera
     set_flag(st, kNonFinite);
     return;
   }
+  if ((flags(st) & kNoScaling) && d <= tolerance) set_flag(st, kConverged);
   if (d < 1e-2) set_flag(st, kNoScaling);
-  if (d <= tolerance) set_flag(st, kConverged);
 }
 
 }  // namespace dcalign::polar

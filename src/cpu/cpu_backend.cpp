@@ -89,6 +89,71 @@ void orthonormalise(std::vector<T>& y, lapack_int m, lapack_int s) {
       "orgqr");
 }
 
+// In-place inverse of the n x n column-major matrix `a` by Gauss-Jordan elimination with
+// partial pivoting; false on an exactly zero pivot. Own code because OpenBLAS has no batched
+// small-matrix inverse: for n <= kSmallInverse its getrf + getri pair spends most of its time
+// in per-call overhead, while this loop keeps the matrix in L1/L2 and its inner loop runs
+// along contiguous columns. It is compiled twice, for the baseline ISA and for AVX2 + FMA,
+// and picked at run time (bench/bm_polar measures both paths; README "Polar factor").
+constexpr index_t kSmallInverse = 96;
+
+template <typename T>
+inline __attribute__((always_inline)) bool gauss_jordan_body(T* a, index_t n, index_t* perm,
+                                                             T* __restrict col) {
+  for (index_t k = 0; k < n; ++k) {
+    T* ak = a + k * n;
+    index_t r = k;
+    T best = std::abs(ak[k]);
+    for (index_t i = k + 1; i < n; ++i)
+      if (std::abs(ak[i]) > best) {
+        best = std::abs(ak[i]);
+        r = i;
+      }
+    if (!(best > T(0))) return false;
+    perm[k] = r;
+    if (r != k)
+      for (index_t j = 0; j < n; ++j) std::swap(a[k + j * n], a[r + j * n]);
+    const T inv = T(1) / ak[k];
+    for (index_t i = 0; i < n; ++i) col[i] = ak[i];
+    col[k] = T(0);
+    for (index_t j = 0; j < n; ++j) a[k + j * n] *= inv;
+    for (index_t j = 0; j < n; ++j) {
+      if (j == k) continue;
+      T* __restrict aj = a + j * n;
+      const T t = aj[k];
+      for (index_t i = 0; i < n; ++i) aj[i] -= col[i] * t;
+    }
+    for (index_t i = 0; i < n; ++i) ak[i] = -col[i] * inv;
+    ak[k] = inv;
+  }
+  // Row interchanges of the input are column interchanges of its inverse, in reverse order.
+  for (index_t k = n - 1; k >= 0; --k)
+    if (perm[k] != k)
+      for (index_t i = 0; i < n; ++i) std::swap(a[i + k * n], a[i + perm[k] * n]);
+  return true;
+}
+
+template <typename T>
+bool gauss_jordan_generic(T* a, index_t n, index_t* perm, T* col) {
+  return gauss_jordan_body(a, n, perm, col);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+template <typename T>
+__attribute__((target("avx2,fma"))) bool gauss_jordan_avx2(T* a, index_t n, index_t* perm, T* col) {
+  return gauss_jordan_body(a, n, perm, col);
+}
+#endif
+
+template <typename T>
+bool gauss_jordan_inverse(T* a, index_t n, index_t* perm, T* col) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2) return gauss_jordan_avx2(a, n, perm, col);
+#endif
+  return gauss_jordan_generic(a, n, perm, col);
+}
+
 }  // namespace
 
 template <typename T>
@@ -381,30 +446,73 @@ void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackV
   }
 }
 
+namespace {
+
+// Per-thread workspace of the inverses: LAPACK pivots and work array, Gauss-Jordan's
+// permutation and column.
+template <typename T>
+struct InverseWorkspace {
+  std::vector<lapack_int> ipiv;
+  std::vector<index_t> perm;
+  std::vector<T> work;
+  explicit InverseWorkspace(lapack_int l) : ipiv(static_cast<size_t>(l)), perm(ipiv.size()) {
+    T query = 0;
+    check_info(getri(l, &query, l, ipiv.data(), &query, -1), "getri (workspace query)");
+    work.resize(static_cast<size_t>(query) + static_cast<size_t>(l));
+  }
+  // y = x^{-1} (l x l, contiguous); false on a zero pivot.
+  bool invert(const T* x, T* y, lapack_int l) {
+    std::memcpy(y, x, sizeof(T) * l * l);
+    if (l <= kSmallInverse) return gauss_jordan_inverse(y, l, perm.data(), work.data());
+    const lapack_int info = getrf(l, y, l, ipiv.data());
+    check_info(std::min<lapack_int>(info, 0), "getrf");
+    if (info > 0) return false;
+    check_info(getri(l, y, l, ipiv.data(), work.data(), static_cast<lapack_int>(work.size())),
+               "getri");
+    return true;
+  }
+};
+
+// One scaled Newton step on an active matrix x with y = x^{-1}; the decisions are
+// core/polar_scalar.hpp's.
+template <typename T>
+void newton_update(MatrixView<T> x, MatrixView<const T> y, T* st, int iteration, double tol) {
+  const index_t l = x.rows();
+  double fx = 0, fy = 0;
+  for (index_t j = 0; j < l; ++j)
+    for (index_t i = 0; i < l; ++i) {
+      fx += static_cast<double>(x(i, j)) * x(i, j);
+      fy += static_cast<double>(y(i, j)) * y(i, j);
+    }
+  const T zeta = polar::newton_zeta(st, fx, fy, iteration);
+  if (!(zeta > T(0))) return;
+  const T a = zeta / T(2), b = T(1) / (T(2) * zeta);
+  double dx = 0, xn = 0;
+  for (index_t j = 0; j < l; ++j)
+    for (index_t i = 0; i < l; ++i) {
+      const T v = a * x(i, j) + b * y(j, i);
+      const double d = static_cast<double>(v) - x(i, j);
+      dx += d * d;
+      xn += static_cast<double>(v) * v;
+      x(i, j) = v;
+    }
+  polar::newton_after(st, dx, xn, tol);
+}
+
+}  // namespace
+
 template <typename T>
 void CpuPrimitives<T>::inverse_batched(StackView<const T> X, StackView<T> Y, T* state) {
   const lapack_int l = li(X.rows());
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    std::vector<lapack_int> ipiv(static_cast<size_t>(l));
-    T query = 0;
-    check_info(getri(l, &query, l, ipiv.data(), &query, -1), "getri (workspace query)");
-    std::vector<T> work(static_cast<size_t>(query) + static_cast<size_t>(l));
+    InverseWorkspace<T> ws(l);
 #pragma omp for schedule(dynamic, 4)
     for (index_t k = 0; k < X.count(); ++k) {
       T* st = state + k * polar::kStateSize;
       if (!polar::active(st)) continue;  // converged matrices drop out of the work
-      T* y = Y[k].data();
-      std::memcpy(y, X[k].data(), sizeof(T) * l * l);
-      const lapack_int info = getrf(l, y, l, ipiv.data());
-      check_info(std::min<lapack_int>(info, 0), "getrf");
-      if (info > 0) {
-        polar::mark_singular(st);
-        continue;
-      }
-      check_info(getri(l, y, l, ipiv.data(), work.data(), static_cast<lapack_int>(work.size())),
-                 "getri");
+      if (!ws.invert(X[k].data(), Y[k].data(), l)) polar::mark_singular(st);
     }
   }
 }
@@ -412,34 +520,41 @@ void CpuPrimitives<T>::inverse_batched(StackView<const T> X, StackView<T> Y, T* 
 template <typename T>
 index_t CpuPrimitives<T>::polar_newton_step(StackView<T> X, StackView<const T> Y, T* state,
                                             int iteration, double tolerance) {
-  const index_t l = X.rows();
   index_t active = 0;
 #pragma omp parallel for schedule(static) reduction(+ : active) num_threads(threads_)
   for (index_t k = 0; k < X.count(); ++k) {
     T* st = state + k * polar::kStateSize;
     if (!polar::active(st)) continue;
-    auto x = X[k];
-    const auto y = Y[k];
-    double fx = 0, fy = 0;
-    for (index_t j = 0; j < l; ++j)
-      for (index_t i = 0; i < l; ++i) {
-        fx += static_cast<double>(x(i, j)) * x(i, j);
-        fy += static_cast<double>(y(i, j)) * y(i, j);
-      }
-    const T zeta = polar::newton_zeta(st, fx, fy, iteration);
-    if (!(zeta > T(0))) continue;
-    const T a = zeta / T(2), b = T(1) / (T(2) * zeta);
-    double dx = 0, xn = 0;
-    for (index_t j = 0; j < l; ++j)
-      for (index_t i = 0; i < l; ++i) {
-        const T v = a * x(i, j) + b * y(j, i);
-        const double d = static_cast<double>(v) - x(i, j);
-        dx += d * d;
-        xn += static_cast<double>(v) * v;
-        x(i, j) = v;
-      }
-    polar::newton_after(st, dx, xn, tolerance);
+    newton_update(X[k], Y[k], st, iteration, tolerance);
     if (polar::active(st)) ++active;
+  }
+  return active;
+}
+
+// Fused: each matrix runs all its steps while it and its inverse sit in cache, instead of one
+// pass over the whole batch per primitive and step (which costs memory traffic of the batch's
+// size per step; bench/bm_polar).
+template <typename T>
+index_t CpuPrimitives<T>::polar_newton_steps(StackView<T> X, StackView<T> Y, T* state,
+                                             int max_steps, double tolerance) {
+  const lapack_int l = li(X.rows());
+  index_t active = 0;
+  BlasThreads one(1);
+#pragma omp parallel num_threads(threads_) reduction(+ : active)
+  {
+    InverseWorkspace<T> ws(l);
+#pragma omp for schedule(dynamic, 4)
+    for (index_t k = 0; k < X.count(); ++k) {
+      T* st = state + k * polar::kStateSize;
+      for (int it = 0; it < max_steps && polar::active(st); ++it) {
+        if (!ws.invert(X[k].data(), Y[k].data(), l)) {
+          polar::mark_singular(st);
+          break;
+        }
+        newton_update(X[k], MatrixView<const T>(Y[k]), st, it, tolerance);
+      }
+      if (polar::active(st)) ++active;
+    }
   }
   return active;
 }

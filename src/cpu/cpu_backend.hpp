@@ -42,6 +42,8 @@ class CpuPrimitives final : public Primitives<T> {
   void inverse_batched(StackView<const T> X, StackView<T> Y, T* state) override;
   index_t polar_newton_step(StackView<T> X, StackView<const T> Y, T* state, int iteration,
                             double tolerance) override;
+  index_t polar_newton_steps(StackView<T> X, StackView<T> Y, T* state, int max_steps,
+                             double tolerance) override;
   void add_identity_batched(T alpha, StackView<T> C) override;
 
   bool all_finite(const T* x, index_t n) override;
