@@ -197,11 +197,7 @@ class Primitives {
   /// <X_k, Y_k>_F = sum_ij X_k(i, j) Y_k(i, j) for every k, accumulated in double; X and Y may
   /// be strided (X = Y gives ||X_k||_F^2). The evaluation uses it for ||A_i||_F^2 and
   /// tr(G_i^T M_i).
-  virtual std::vector<double> inner_products(StackView<const T> X, StackView<const T> Y) {
-    (void)X;
-    (void)Y;
-    throw BackendError("inner_products is not implemented by this backend");
-  }
+  virtual std::vector<double> inner_products(StackView<const T> X, StackView<const T> Y) = 0;
 };
 
 struct BackendOptions {

@@ -301,11 +301,19 @@ TEST(PolarScalar, ScalingConditionEstimateAndConvergence) {
   EXPECT_TRUE(polar::active(st));
   EXPECT_FLOAT_EQ(polar::newton_zeta(st, 4.0, 1.0, 1), std::sqrt(0.5f));
   EXPECT_FLOAT_EQ(st[polar::kKappa], 100.0f) << "the estimate is taken on the first step only";
-  polar::newton_after(st, 1e-6, 1.0, 1e-3);  // step 1e-3: scaling off and converged
+  // A scaled step below the tolerance only switches scaling off: its size says little about
+  // the error, so one unscaled step must confirm convergence.
+  polar::newton_after(st, 1e-8, 1.0, 1e-3);
+  EXPECT_TRUE(polar::active(st));
+  EXPECT_EQ(polar::flags(st), polar::kNoScaling);
+  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 1.0, 1.0, 2), 1.0f) << "no scaling any more";
+  polar::newton_after(st, 1e-5, 1.0, 1e-3);  // unscaled step 3e-3 > 1e-3: not yet
+  EXPECT_TRUE(polar::active(st));
+  polar::newton_after(st, 1e-8, 1.0, 1e-3);  // unscaled step 1e-4: converged
   EXPECT_FALSE(polar::active(st));
   EXPECT_FALSE(polar::failed(st));
   EXPECT_EQ(polar::flags(st), polar::kNoScaling | polar::kConverged);
-  EXPECT_FLOAT_EQ(st[polar::kIterations], 2.0f);
+  EXPECT_FLOAT_EQ(st[polar::kIterations], 4.0f);
 }
 
 TEST(PolarScalar, OverflowedInverseStopsTheMatrix) {
