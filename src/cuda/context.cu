@@ -1,0 +1,179 @@
+// Device context: shared per-device stream and memory pool, library handles, workspaces.
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <sstream>
+#include <utility>
+
+#include "cuda/check.hpp"
+#include "cuda/context.hpp"
+#include "kernels/kernels.cuh"
+
+namespace dcalign::cuda {
+namespace {
+
+struct StreamRegistry {
+  std::mutex mutex;
+  std::array<cudaStream_t, kMaxDevices> streams{};
+};
+
+StreamRegistry& registry() {
+  // Leaked on purpose: buffers freed during static destruction may still look their stream up,
+  // and destroying streams after the CUDA runtime has shut down is not allowed.
+  static StreamRegistry* r = new StreamRegistry();
+  return *r;
+}
+
+cudaStream_t registered_stream(int device) {
+  StreamRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  return r.streams[static_cast<size_t>(device)];
+}
+
+template <int Device>
+void free_on_device(void* p) {
+  // Called from Buffer's destructor: must not throw. A failure here (e.g. during process exit,
+  // after the runtime unloaded) leaves nothing to clean up that the driver will not reclaim.
+  const cudaStream_t s = registered_stream(Device);
+  if (cudaFreeAsync(p, s) != cudaSuccess) (void)cudaGetLastError();
+}
+
+template <int... D>
+constexpr std::array<void (*)(void*), sizeof...(D)> make_free_table(
+    std::integer_sequence<int, D...>) {
+  return {&free_on_device<D>...};
+}
+constexpr auto kFreeTable = make_free_table(std::make_integer_sequence<int, kMaxDevices>());
+
+}  // namespace
+
+cudaStream_t shared_stream(int device) {
+  if (device < 0 || device >= kMaxDevices)
+    throw BackendError("CUDA device ordinal " + std::to_string(device) +
+                       " outside the supported range 0.." + std::to_string(kMaxDevices - 1));
+  StreamRegistry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  cudaStream_t& s = r.streams[static_cast<size_t>(device)];
+  if (s) return s;
+  // Keep freed pool memory cached instead of returning it to the driver at every
+  // synchronisation, so that allocate() stays cheap (dcalign allocates per call).
+  cudaMemPool_t pool = nullptr;
+  DCALIGN_CUDA(cudaDeviceGetDefaultMemPool(&pool, device));
+  std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+  DCALIGN_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  cudaStream_t created = nullptr;
+  DCALIGN_CUDA(cudaStreamCreateWithFlags(&created, cudaStreamNonBlocking));
+  s = created;
+  return s;
+}
+
+void (*free_function(int device))(void*) { return kFreeTable[static_cast<size_t>(device)]; }
+
+int to_int(index_t v, const char* what) {
+  if (v < 0 || v > std::numeric_limits<int>::max())
+    throw InvalidInput(std::string(what) + " = " + std::to_string(v) +
+                       " exceeds the 32-bit range of the cuBLAS/cuSOLVER interface");
+  return static_cast<int>(v);
+}
+
+Context::Context(int device, const BackendOptions& opts) : device_(device), tf32_(opts.allow_tf32) {
+  DCALIGN_CUDA(cudaSetDevice(device_));
+  stream_ = shared_stream(device_);
+  try {
+    DCALIGN_CUDA(cublasCreate(&blas_));
+    DCALIGN_CUDA(cublasSetStream(blas_, stream_));
+    // TF32 tensor cores round float inputs to 10 mantissa bits; only when asked for.
+    DCALIGN_CUDA(
+        cublasSetMathMode(blas_, tf32_ ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    DCALIGN_CUDA(cusolverDnCreate(&solver_));
+    DCALIGN_CUDA(cusolverDnSetStream(solver_, stream_));
+    DCALIGN_CUDA(cusolverDnCreateGesvdjInfo(&gesvdj_));
+  } catch (...) {
+    if (gesvdj_) cusolverDnDestroyGesvdjInfo(gesvdj_);
+    if (solver_) cusolverDnDestroy(solver_);
+    if (blas_) cublasDestroy(blas_);
+    throw;
+  }
+}
+
+Context::~Context() {
+  // No throwing here: release what can be released, ignore failures (the process may be
+  // shutting down, or the device may be in an error state already).
+  cudaSetDevice(device_);
+  for (Area& a : areas_)
+    if (a.ptr) cudaFreeAsync(a.ptr, stream_);
+  for (PointerCache& c : pointer_cache_)
+    if (c.ptr) cudaFreeAsync(c.ptr, stream_);
+  if (gesvdj_) cusolverDnDestroyGesvdjInfo(gesvdj_);
+  if (solver_) cusolverDnDestroy(solver_);
+  if (blas_) cublasDestroy(blas_);
+  (void)cudaGetLastError();
+}
+
+void Context::activate() const {
+  int current = -1;
+  DCALIGN_CUDA(cudaGetDevice(&current));
+  if (current != device_) DCALIGN_CUDA(cudaSetDevice(device_));
+}
+
+void Context::sync() const { DCALIGN_CUDA(cudaStreamSynchronize(stream_)); }
+
+void* Context::workspace(Slot slot, std::size_t bytes) {
+  Area& a = areas_[static_cast<size_t>(slot)];
+  if (bytes <= a.bytes && a.ptr) return a.ptr;
+  // Freed stream-ordered: work queued earlier that still uses the old area finishes first.
+  if (a.ptr) DCALIGN_CUDA(cudaFreeAsync(a.ptr, stream_));
+  a.ptr = nullptr;
+  a.bytes = 0;
+  const std::size_t rounded = (bytes + (std::size_t(1) << 20) - 1) >> 20 << 20;
+  a.ptr = device_malloc(rounded, stream_, "a workspace");
+  a.bytes = rounded;
+  return a.ptr;
+}
+
+void** Context::pointer_array(PointerSlot slot, const void* base, index_t stride_bytes,
+                              index_t count) {
+  PointerCache& c = pointer_cache_[static_cast<size_t>(slot)];
+  if (c.ptr && c.base == base && c.stride == stride_bytes && c.count == count) return c.ptr;
+  if (count > c.capacity || !c.ptr) {
+    if (c.ptr) DCALIGN_CUDA(cudaFreeAsync(c.ptr, stream_));
+    c.ptr = nullptr;
+    c.capacity = 0;
+    c.ptr = static_cast<void**>(device_malloc(
+        sizeof(void*) * static_cast<size_t>(count > 0 ? count : 1), stream_, "a pointer array"));
+    c.capacity = count > 0 ? count : 1;
+  }
+  kernels::pointer_array(stream_, c.ptr, base, stride_bytes, count);
+  c.base = base;
+  c.stride = stride_bytes;
+  c.count = count;
+  return c.ptr;
+}
+
+std::string Context::description() const {
+  cudaDeviceProp prop{};
+  DCALIGN_CUDA(cudaGetDeviceProperties(&prop, device_));
+  int driver = 0, runtime = 0;
+  DCALIGN_CUDA(cudaDriverGetVersion(&driver));
+  DCALIGN_CUDA(cudaRuntimeGetVersion(&runtime));
+  int blas_version = 0;
+  DCALIGN_CUDA(cublasGetVersion(blas_, &blas_version));
+  int sv[3] = {0, 0, 0};
+  DCALIGN_CUDA(cusolverGetProperty(MAJOR_VERSION, &sv[0]));
+  DCALIGN_CUDA(cusolverGetProperty(MINOR_VERSION, &sv[1]));
+  DCALIGN_CUDA(cusolverGetProperty(PATCH_LEVEL, &sv[2]));
+  auto version = [](int v) {
+    return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+  };
+  std::ostringstream os;
+  os.precision(1);
+  os << std::fixed << "cuda: device " << device_ << " " << prop.name << " (compute capability "
+     << prop.major << "." << prop.minor << ", " << prop.multiProcessorCount << " SMs, "
+     << static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0) << " GiB), driver "
+     << version(driver) << ", runtime " << version(runtime) << ", cuBLAS " << blas_version / 10000
+     << "." << (blas_version / 100) % 100 << "." << blas_version % 100 << ", cuSOLVER " << sv[0]
+     << "." << sv[1] << "." << sv[2] << (tf32_ ? ", TF32 GEMM allowed" : ", TF32 off");
+  return os.str();
+}
+
+}  // namespace dcalign::cuda

@@ -1,0 +1,441 @@
+// Factorisations of the CUDA backend on cuSOLVER (and cuBLAS for the products around them).
+// Per-matrix loops over cuSOLVER calls stay on the one stream, reuse one workspace and read
+// results back once, after the loop.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/check.hpp"
+#include "cuda/library.hpp"
+#include "cuda/ops.hpp"
+#include "dcalign/random.hpp"
+#include "kernels/kernels.cuh"
+
+namespace dcalign::cuda::ops {
+namespace {
+
+// LAPACK-style info, as the CPU backend reports it.
+void check_info(int info, const std::string& routine) {
+  if (info < 0)
+    throw NumericalError(routine + ": argument " + std::to_string(-info) +
+                         " had an illegal value (internal error)");
+  if (info > 0)
+    throw NumericalError(routine + " did not converge (info = " + std::to_string(info) + ")");
+}
+
+// Copies the rows x cols matrix src (leading dimension ld) into contiguous dst.
+template <typename T>
+void copy_matrix(Context& ctx, const T* src, index_t ld, T* dst, index_t rows, index_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  DCALIGN_CUDA(cudaMemcpy2DAsync(dst, sizeof(T) * rows, src, sizeof(T) * ld, sizeof(T) * rows, cols,
+                                 cudaMemcpyDeviceToDevice, ctx.stream()));
+}
+
+template <typename T>
+int gesvd_lwork(Context& ctx, int m, int n) {
+  int lwork = 0;
+  DCALIGN_CUDA(lib::gesvd_buffer_size(ctx.solver(), m, n, static_cast<const T*>(nullptr), &lwork));
+  return std::max(lwork, 1);
+}
+
+// Replaces the contiguous m x s matrix Y (m >= s) by an orthonormal basis of its columns
+// (Householder QR, explicit Q), as the CPU backend's randomized SVD does.
+template <typename T>
+void orthonormalise(Context& ctx, T* Y, int m, int s) {
+  int lq = 0, lo = 0;
+  DCALIGN_CUDA(lib::geqrf_buffer_size(ctx.solver(), m, s, Y, m, &lq));
+  DCALIGN_CUDA(lib::orgqr_buffer_size(ctx.solver(), m, s, s, Y, m, Y, &lo));
+  const int lwork = std::max({lq, lo, 1});
+  Layout layout;
+  const size_t tau_at = layout.add<T>(s), info_at = layout.add<int>(1),
+               work_at = layout.add<T>(lwork);
+  void* base = ctx.workspace(Context::kSolver, layout.bytes());
+  T* tau = Layout::at<T>(base, tau_at);
+  T* work = Layout::at<T>(base, work_at);
+  int* info = Layout::at<int>(base, info_at);
+  DCALIGN_CUDA(lib::geqrf(ctx.solver(), m, s, Y, m, tau, work, lwork, info));
+  DCALIGN_CUDA(lib::orgqr(ctx.solver(), m, s, s, Y, m, tau, work, lwork, info));
+}
+
+// The SVD path of polar_batched for the matrices `which`, one cuSOLVER gesvd (QR iteration,
+// always converges in practice) per matrix: s_all[k*l ..] and info_all[k] (device) receive the
+// singular values and status, G_k the polar factor.
+template <typename T>
+void polar_by_gesvd(Context& ctx, StackView<const T> M, bool transposed, StackView<T> G,
+                    const std::vector<index_t>& which, T* s_all, int* info_all) {
+  if (which.empty()) return;
+  const index_t l = M.rows();
+  const int n = to_int(l, "l");
+  const int lwork = gesvd_lwork<T>(ctx, n, n);
+  Layout scratch;
+  const size_t a_at = scratch.add<T>(l * l), u_at = scratch.add<T>(l * l),
+               vt_at = scratch.add<T>(l * l), rwork_at = scratch.add<T>(l);
+  void* sbase = ctx.workspace(Context::kScratch, scratch.bytes());
+  T* A = Layout::at<T>(sbase, a_at);
+  T* U = Layout::at<T>(sbase, u_at);
+  T* VT = Layout::at<T>(sbase, vt_at);
+  T* rwork = Layout::at<T>(sbase, rwork_at);
+  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+  const T one = T(1), zero = T(0);
+  const int ldg = to_int(G.ld(), "ldg");
+  for (index_t k : which) {
+    copy_matrix(ctx, M.data() + k * M.stride(), M.ld(), A, l, l);
+    DCALIGN_CUDA(lib::gesvd(ctx.solver(), 'A', 'A', n, n, A, n, s_all + k * l, U, n, VT, n, work,
+                            lwork, rwork, info_all + k));
+    // M = U S V^T: polar(M) = U V^T; transposed, polar(M^T) = V U^T = (V^T)^T U^T.
+    if (!transposed)
+      DCALIGN_CUDA(lib::gemm(ctx.blas(), CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, U, n, VT, n,
+                             &zero, G.data() + k * G.stride(), ldg));
+    else
+      DCALIGN_CUDA(lib::gemm(ctx.blas(), CUBLAS_OP_T, CUBLAS_OP_T, n, n, n, &one, VT, n, U, n,
+                             &zero, G.data() + k * G.stride(), ldg));
+  }
+}
+
+// Exact top-k SVD of W through cuSOLVER gesvd, which needs rows >= columns: a wide W is
+// decomposed as W^T = U' S V'^T, so that W = V' S U'^T.
+template <typename T>
+void exact_topk(Context& ctx, MatrixView<const T> W, index_t k, T* s, MatrixView<T> U,
+                MatrixView<T> V) {
+  const bool want_u = U.data() != nullptr, want_v = V.data() != nullptr;
+  const bool wide = W.rows() < W.cols();
+  // The decomposed matrix is rows x cols with rows >= cols; its left vectors are W's right
+  // ones when wide.
+  const index_t rows = wide ? W.cols() : W.rows(), cols = wide ? W.rows() : W.cols();
+  const bool want_left = wide ? want_v : want_u, want_right = wide ? want_u : want_v;
+  const int m = to_int(rows, "rows"), n = to_int(cols, "columns");
+  to_int(rows * cols, "matrix size");
+  Layout scratch;
+  const size_t a_at = scratch.add<T>(rows * cols), s_at = scratch.add<T>(cols),
+               u_at = scratch.add<T>(want_left ? rows * cols : 1),
+               vt_at = scratch.add<T>(want_right ? cols * cols : 1),
+               rwork_at = scratch.add<T>(cols), info_at = scratch.add<int>(1);
+  void* sbase = ctx.workspace(Context::kScratch, scratch.bytes());
+  T* A = Layout::at<T>(sbase, a_at);
+  T* S = Layout::at<T>(sbase, s_at);
+  T* Ul = Layout::at<T>(sbase, u_at);
+  T* VTr = Layout::at<T>(sbase, vt_at);
+  T* rwork = Layout::at<T>(sbase, rwork_at);
+  int* info = Layout::at<int>(sbase, info_at);
+  if (wide)
+    kernels::transpose_matrices(ctx.stream(), 1, W.rows(), W.cols(), W.data(), W.ld(), 0, A, rows,
+                                0);
+  else
+    copy_matrix(ctx, W.data(), W.ld(), A, rows, cols);
+  const int lwork = gesvd_lwork<T>(ctx, m, n);
+  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+  DCALIGN_CUDA(lib::gesvd(ctx.solver(), want_left ? 'S' : 'N', want_right ? 'S' : 'N', m, n, A, m,
+                          S, Ul, m, VTr, n, work, lwork, rwork, info));
+  // Left vectors: the first k columns of Ul; right vectors: the first k rows of VTr, transposed.
+  MatrixView<T> left = wide ? V : U, right = wide ? U : V;
+  if (want_left)
+    kernels::copy_matrices(ctx.stream(), 1, rows, k, Ul, rows, 0, left.data(), left.ld(), 0);
+  if (want_right)
+    kernels::transpose_matrices(ctx.stream(), 1, k, cols, VTr, cols, 0, right.data(), right.ld(),
+                                0);
+  int host_info = 0;
+  download(ctx, info, &host_info, 1);
+  check_info(host_info, "gesvd");
+  download(ctx, static_cast<const T*>(S), s, k);
+}
+
+// Randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4) with the CPU backend's
+// sketch: the same Gaussian Omega from dcalign::Rng, drawn on the host and uploaded.
+template <typename T>
+void randomized_topk(Context& ctx, MatrixView<const T> W, index_t k, index_t width,
+                     const SvdOptions& opts, T* s, MatrixView<T> U, MatrixView<T> V) {
+  const bool want_u = U.data() != nullptr, want_v = V.data() != nullptr;
+  const index_t m = W.rows(), n = W.cols();
+  std::vector<T> omega(static_cast<size_t>(n * width));
+  Rng rng(opts.seed);
+  for (auto& v : omega) v = static_cast<T>(rng.normal());
+  Layout scratch;
+  const size_t omega_at = scratch.add<T>(n * width), q_at = scratch.add<T>(m * width),
+               z_at = scratch.add<T>(n * width), bt_at = scratch.add<T>(n * width),
+               s_at = scratch.add<T>(width), ut_at = scratch.add<T>(n * width),
+               vtt_at = scratch.add<T>(width * width), rwork_at = scratch.add<T>(width),
+               info_at = scratch.add<int>(1);
+  void* sbase = ctx.workspace(Context::kScratch, scratch.bytes());
+  T* om = Layout::at<T>(sbase, omega_at);
+  T* q = Layout::at<T>(sbase, q_at);
+  T* z = Layout::at<T>(sbase, z_at);
+  T* bt = Layout::at<T>(sbase, bt_at);
+  T* S = Layout::at<T>(sbase, s_at);
+  T* ut = Layout::at<T>(sbase, ut_at);
+  T* vtt = Layout::at<T>(sbase, vtt_at);
+  T* rwork = Layout::at<T>(sbase, rwork_at);
+  int* info = Layout::at<int>(sbase, info_at);
+  to_device(ctx, omega.data(), om, n * width);
+  MatrixView<T> Q(q, m, width), Z(z, n, width);
+  const int wm = to_int(m, "rows"), wn = to_int(n, "columns"), ws = to_int(width, "sketch width");
+  gemm(ctx, Op::none, Op::none, T(1), W, MatrixView<const T>(om, n, width), T(0), Q);
+  orthonormalise(ctx, q, wm, ws);
+  for (int it = 0; it < opts.power_iterations; ++it) {
+    gemm(ctx, Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0), Z);
+    orthonormalise(ctx, z, wn, ws);
+    gemm(ctx, Op::none, Op::none, T(1), W, MatrixView<const T>(Z), T(0), Q);
+    orthonormalise(ctx, q, wm, ws);
+  }
+  // B = Q^T W (width x n) is wide; decompose B^T = W^T Q = Ut S VtT, so B = VtT^T S Ut^T:
+  // W ~ (Q VtT^T) S Ut^T.
+  gemm(ctx, Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0),
+       MatrixView<T>(bt, n, width));
+  const int lwork = gesvd_lwork<T>(ctx, wn, ws);
+  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+  DCALIGN_CUDA(lib::gesvd(ctx.solver(), want_v ? 'S' : 'N', want_u ? 'S' : 'N', wn, ws, bt, wn, S,
+                          ut, wn, vtt, ws, work, lwork, rwork, info));
+  if (want_u)  // U = Q (VtT(0:k, :))^T
+    gemm(ctx, Op::none, Op::trans, T(1), MatrixView<const T>(Q),
+         MatrixView<const T>(vtt, k, width, width), T(0), U);
+  if (want_v) kernels::copy_matrices(ctx.stream(), 1, n, k, ut, n, 0, V.data(), V.ld(), 0);
+  int host_info = 0;
+  download(ctx, info, &host_info, 1);
+  check_info(host_info, "gesvd");
+  download(ctx, static_cast<const T*>(S), s, k);
+}
+
+}  // namespace
+
+template <typename T>
+PolarInfo<T> polar_batched(Context& ctx, StackView<const T> M, bool transposed, StackView<T> G) {
+  const index_t count = M.count(), l = M.rows();
+  if (M.rows() != M.cols()) throw InvalidInput("polar_batched: square matrices expected");
+  if (G.count() != count || G.rows() != l || G.cols() != l)
+    throw InvalidInput("polar_batched: G has the wrong shape (internal error)");
+  PolarInfo<T> info;
+  info.sigma_min.assign(static_cast<size_t>(count), T(0));
+  info.sigma_max.assign(static_cast<size_t>(count), T(0));
+  if (count == 0 || l == 0) return info;
+  const int n = to_int(l, "l");
+  to_int(l * l, "matrix size");
+
+  Layout results;
+  const size_t s_at = results.add<T>(count * l), info_at = results.add<int>(count);
+  void* rbase = ctx.workspace(Context::kResults, results.bytes());
+  T* s_all = Layout::at<T>(rbase, s_at);
+  int* info_all = Layout::at<int>(rbase, info_at);
+  std::vector<index_t> redo;
+  if (l <= 32) {
+    // cuSOLVER's batched Jacobi SVD (m, n <= 32), in chunks that bound the scratch.
+    const index_t chunk = std::min<index_t>(count, 4096);
+    Layout scratch;
+    const size_t a_at = scratch.add<T>(chunk * l * l), u_at = scratch.add<T>(chunk * l * l),
+                 v_at = scratch.add<T>(chunk * l * l);
+    void* sbase = ctx.workspace(Context::kScratch, scratch.bytes());
+    T* A = Layout::at<T>(sbase, a_at);
+    T* U = Layout::at<T>(sbase, u_at);
+    T* Vm = Layout::at<T>(sbase, v_at);
+    int lwork = 0;
+    DCALIGN_CUDA(lib::gesvdj_batched_buffer_size(ctx.solver(), n, n, A, n, s_all, U, n, Vm, n,
+                                                 &lwork, ctx.gesvdj(),
+                                                 to_int(chunk, "batch count")));
+    lwork = std::max(lwork, 1);
+    T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+    const T one = T(1), zero = T(0);
+    for (index_t k0 = 0; k0 < count; k0 += chunk) {
+      const index_t kc = std::min(chunk, count - k0);
+      kernels::copy_matrices(ctx.stream(), kc, l, l, M.data() + k0 * M.stride(), M.ld(), M.stride(),
+                             A, l, l * l);
+      DCALIGN_CUDA(lib::gesvdj_batched(ctx.solver(), n, n, A, n, s_all + k0 * l, U, n, Vm, n, work,
+                                       lwork, info_all + k0, ctx.gesvdj(),
+                                       to_int(kc, "batch count")));
+      // M = U S V^T (gesvdjBatched returns V): G = U V^T, or V U^T for polar(M^T).
+      const T* first = transposed ? Vm : U;
+      const T* second = transposed ? U : Vm;
+      DCALIGN_CUDA(lib::gemm_strided_batched(ctx.blas(), CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one,
+                                             first, n, l * l, second, n, l * l, &zero,
+                                             G.data() + k0 * G.stride(), to_int(G.ld(), "ldg"),
+                                             G.stride(), to_int(kc, "batch count")));
+    }
+    std::vector<int> status(static_cast<size_t>(count));
+    download(ctx, static_cast<const int*>(info_all), status.data(), count);
+    for (index_t k = 0; k < count; ++k) {
+      if (status[k] < 0) check_info(status[k], "gesvdjBatched");
+      // Jacobi did not reach its tolerance within the sweep limit: redo with QR iteration.
+      if (status[k] > 0) redo.push_back(k);
+    }
+  } else {
+    // No batched SVD above 32 x 32 in cuSOLVER: one gesvd per matrix (the fallback path; the
+    // iterative polar factor is the GPU's main path for l > 32).
+    redo.resize(static_cast<size_t>(count));
+    for (index_t k = 0; k < count; ++k) redo[k] = k;
+  }
+  polar_by_gesvd(ctx, M, transposed, G, redo, s_all, info_all);
+
+  std::vector<T> s(static_cast<size_t>(count * l));
+  std::vector<int> status(static_cast<size_t>(count));
+  download(ctx, static_cast<const T*>(s_all), s.data(), count * l);
+  download(ctx, static_cast<const int*>(info_all), status.data(), count);
+  for (index_t k : redo) check_info(status[k], "gesvd (matrix " + std::to_string(k) + ")");
+  for (index_t k = 0; k < count; ++k) {
+    const T* sk = s.data() + k * l;
+    info.sigma_max[k] = *std::max_element(sk, sk + l);
+    info.sigma_min[k] = *std::min_element(sk, sk + l);
+  }
+  return info;
+}
+
+template <typename T>
+std::vector<T> qr_batched(Context& ctx, StackView<T> A, StackView<T> R) {
+  const index_t count = A.count(), a = A.rows(), l = A.cols();
+  if (R.count() != count || R.rows() != l || R.cols() != l)
+    throw InvalidInput("qr_batched: R has the wrong shape (internal error)");
+  if (a < l) throw InvalidInput("qr_batched: thin QR needs rows >= columns (internal error)");
+  std::vector<T> ratio(static_cast<size_t>(count), T(0));
+  if (count == 0 || l == 0) return ratio;
+  const int m = to_int(a, "rows"), n = to_int(l, "columns"), lda = to_int(A.ld(), "lda");
+  to_int(a * l, "matrix size");
+  int lq = 0, lo = 0;
+  DCALIGN_CUDA(lib::geqrf_buffer_size(ctx.solver(), m, n, A.data(), lda, &lq));
+  // orgqr's query only reads the element type of tau; A's pointer stands in for it.
+  DCALIGN_CUDA(lib::orgqr_buffer_size(ctx.solver(), m, n, n, A.data(), lda, A.data(), &lo));
+  const int lwork = std::max({lq, lo, 1});
+  Layout solver;
+  const size_t tau_at = solver.add<T>(count * l), info_at = solver.add<int>(count),
+               work_at = solver.add<T>(lwork);
+  void* base = ctx.workspace(Context::kSolver, solver.bytes());
+  T* tau = Layout::at<T>(base, tau_at);
+  int* info = Layout::at<int>(base, info_at);
+  T* work = Layout::at<T>(base, work_at);
+  T* out = static_cast<T*>(ctx.workspace(Context::kResults, sizeof(T) * count));
+  for (index_t k = 0; k < count; ++k)
+    DCALIGN_CUDA(lib::geqrf(ctx.solver(), m, n, A.data() + k * A.stride(), lda, tau + k * l, work,
+                            lwork, info + k));
+  kernels::upper_triangle(ctx.stream(), count, l, A.data(), A.ld(), A.stride(), R.data(), R.ld(),
+                          R.stride());
+  kernels::diagonal_ratio(ctx.stream(), count, l, R.data(), R.ld(), R.stride(), out);
+  for (index_t k = 0; k < count; ++k)
+    DCALIGN_CUDA(lib::orgqr(ctx.solver(), m, n, n, A.data() + k * A.stride(), lda, tau + k * l,
+                            work, lwork, info + k));
+  std::vector<int> status(static_cast<size_t>(count));
+  download(ctx, static_cast<const int*>(info), status.data(), count);
+  for (index_t k = 0; k < count; ++k) check_info(status[k], "geqrf/orgqr");
+  download(ctx, static_cast<const T*>(out), ratio.data(), count);
+  return ratio;
+}
+
+template <typename T>
+void svd_topk(Context& ctx, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
+              MatrixView<T> U, MatrixView<T> V) {
+  const index_t m = W.rows(), n = W.cols(), p = std::min(m, n);
+  if (k < 1 || k > p) throw InvalidInput("svd_topk: k out of range (internal error)");
+  if ((U.data() && (U.rows() != m || U.cols() != k)) ||
+      (V.data() && (V.rows() != n || V.cols() != k)))
+    throw InvalidInput("svd_topk: U or V has the wrong shape (internal error)");
+  index_t width = p;
+  if (opts.algorithm == SvdAlgorithm::randomized)
+    width = std::min<index_t>(p, k + std::max<index_t>(opts.oversampling, 0));
+  if (opts.algorithm == SvdAlgorithm::exact || width >= p)
+    exact_topk(ctx, W, k, s, U, V);
+  else
+    randomized_topk(ctx, W, k, width, opts, s, U, V);
+}
+
+template <typename T>
+std::vector<T> lstsq_batched(Context& ctx, StackView<const T> A, MatrixView<const T> Z,
+                             StackView<T> G) {
+  const index_t count = A.count(), a = A.rows(), l = A.cols(), nz = Z.cols();
+  if (Z.rows() != a || G.count() != count || G.rows() != l || G.cols() != nz)
+    throw InvalidInput("lstsq_batched: shapes do not match (internal error)");
+  if (a < l)
+    throw InvalidInput("lstsq_batched: A_k has fewer rows than columns (" + std::to_string(a) +
+                       " < " + std::to_string(l) + ")");
+  std::vector<T> ratio(static_cast<size_t>(count), T(0));
+  if (count == 0 || l == 0) return ratio;
+  const int m = to_int(a, "rows"), n = to_int(l, "columns"), nzi = to_int(nz, "columns of Z");
+  to_int(a * l, "matrix size");
+  Layout scratch;
+  const size_t a_at = scratch.add<T>(a * l), u_at = scratch.add<T>(a * l),
+               vt_at = scratch.add<T>(count * l * l), utz_at = scratch.add<T>(count * l * nz),
+               rwork_at = scratch.add<T>(l);
+  void* sbase = ctx.workspace(Context::kScratch, scratch.bytes());
+  T* Ak = Layout::at<T>(sbase, a_at);
+  T* U = Layout::at<T>(sbase, u_at);
+  T* VT = Layout::at<T>(sbase, vt_at);
+  T* UtZ = Layout::at<T>(sbase, utz_at);
+  T* rwork = Layout::at<T>(sbase, rwork_at);
+  Layout results;
+  const size_t s_at = results.add<T>(count * l), info_at = results.add<int>(count);
+  void* rbase = ctx.workspace(Context::kResults, results.bytes());
+  T* S = Layout::at<T>(rbase, s_at);
+  int* info = Layout::at<int>(rbase, info_at);
+  const int lwork = gesvd_lwork<T>(ctx, m, n);
+  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+  const T one = T(1), zero = T(0);
+  for (index_t k = 0; k < count; ++k) {
+    // A_k = U S V^T (thin); U^T Z per user, the rest batched below.
+    copy_matrix(ctx, A.data() + k * A.stride(), A.ld(), Ak, a, l);
+    DCALIGN_CUDA(lib::gesvd(ctx.solver(), 'S', 'S', m, n, Ak, m, S + k * l, U, m, VT + k * l * l, n,
+                            work, lwork, rwork, info + k));
+    DCALIGN_CUDA(lib::gemm(ctx.blas(), CUBLAS_OP_T, CUBLAS_OP_N, n, nzi, m, &one, U, m, Z.data(),
+                           to_int(std::max<index_t>(Z.ld(), 1), "ldz"), &zero, UtZ + k * l * nz,
+                           n));
+  }
+  // A^+ Z = V S^{-1} U^T Z, with the minimum-norm convention for s_j = 0.
+  kernels::scale_rows_by_inverse(ctx.stream(), count, l, nz, UtZ, l, l * nz, S);
+  DCALIGN_CUDA(lib::gemm_strided_batched(
+      ctx.blas(), CUBLAS_OP_T, CUBLAS_OP_N, n, nzi, n, &one, VT, n, l * l, UtZ, n, l * nz, &zero,
+      G.data(), to_int(G.ld(), "ldg"), G.stride(), to_int(count, "batch count")));
+  std::vector<T> s(static_cast<size_t>(count * l));
+  std::vector<int> status(static_cast<size_t>(count));
+  download(ctx, static_cast<const T*>(S), s.data(), count * l);
+  download(ctx, static_cast<const int*>(info), status.data(), count);
+  for (index_t k = 0; k < count; ++k) {
+    check_info(status[k], "gesvd (user " + std::to_string(k) + ")");
+    const T* sk = s.data() + k * l;
+    ratio[k] = sk[0] > T(0) ? sk[l - 1] / sk[0] : T(0);
+  }
+  return ratio;
+}
+
+template <typename T>
+void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
+                   MatrixView<T> V) {
+  const index_t n = S.rows();
+  if (S.cols() != n || B.rows() != n || B.cols() != n || k < 1 || k > n || V.rows() != n ||
+      V.cols() != k)
+    throw InvalidInput("sygv_smallest: shapes do not match (internal error)");
+  const int ni = to_int(n, "n"), ki = to_int(k, "k");
+  const int lda = to_int(S.ld(), "lda"), ldb = to_int(B.ld(), "ldb");
+  Layout results;
+  const size_t w_at = results.add<T>(n), info_at = results.add<int>(1);
+  void* rbase = ctx.workspace(Context::kResults, results.bytes());
+  T* W = Layout::at<T>(rbase, w_at);
+  int* info = Layout::at<int>(rbase, info_at);
+  int meig = 0, lwork = 0;
+  DCALIGN_CUDA(lib::sygvdx_buffer_size(ctx.solver(), ni, S.data(), lda, B.data(), ldb, 1, ki, &meig,
+                                       W, &lwork));
+  lwork = std::max(lwork, 1);
+  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+  DCALIGN_CUDA(lib::sygvdx(ctx.solver(), ni, S.data(), lda, B.data(), ldb, 1, ki, &meig, W, work,
+                           lwork, info));
+  int host_info = 0;
+  download(ctx, static_cast<const int*>(info), &host_info, 1);
+  if (host_info > ni)
+    throw InvalidInput(
+        "generalized eigenproblem: the block-diagonal Gram matrix is not positive "
+        "definite (leading minor " +
+        std::to_string(host_info - ni) + "); some A_i is rank deficient");
+  check_info(host_info, "sygvdx");
+  if (meig != ki)
+    throw NumericalError("sygvdx returned " + std::to_string(meig) + " eigenpairs, expected " +
+                         std::to_string(ki));
+  // The eigenvectors (normalised V^T B V = I) are the first k columns of S.
+  kernels::copy_matrices(ctx.stream(), 1, n, k, S.data(), S.ld(), 0, V.data(), V.ld(), 0);
+  download(ctx, static_cast<const T*>(W), evals, k);
+}
+
+#define DCALIGN_INSTANTIATE_SOLVER_OPS(T)                                                     \
+  template PolarInfo<T> polar_batched<T>(Context&, StackView<const T>, bool, StackView<T>);   \
+  template std::vector<T> qr_batched<T>(Context&, StackView<T>, StackView<T>);                \
+  template void svd_topk<T>(Context&, MatrixView<const T>, index_t, const SvdOptions&, T*,    \
+                            MatrixView<T>, MatrixView<T>);                                    \
+  template std::vector<T> lstsq_batched<T>(Context&, StackView<const T>, MatrixView<const T>, \
+                                           StackView<T>);                                     \
+  template void sygv_smallest<T>(Context&, MatrixView<T>, MatrixView<T>, index_t, T*,         \
+                                 MatrixView<T>);
+DCALIGN_INSTANTIATE_SOLVER_OPS(float)
+DCALIGN_INSTANTIATE_SOLVER_OPS(double)
+
+}  // namespace dcalign::cuda::ops
