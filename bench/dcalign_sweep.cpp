@@ -432,8 +432,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--backends", backends_opt, "comma-separated: cpu, cuda")->capture_default_str();
   app.add_option("--peers", peers_opt,
-                 "comma-separated peers timed in the same run: numpy (CPU), torch (GPU; hook "
-                 "only), or none")
+                 "comma-separated peers timed in the same run: numpy (CPU), torch (PyTorch on "
+                 "the GPU, bench/torch_peer.py), or none")
       ->capture_default_str();
   app.add_option("--warmup", warmup, "untimed runs per series and point")->capture_default_str();
   app.add_option("--repetitions", reps, "timed runs per series and point (paper: 100)")

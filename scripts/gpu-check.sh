@@ -1,0 +1,797 @@
+#!/usr/bin/env bash
+# Builds dcalign with the CUDA backend on a GPU machine that has no package registry, runs the
+# GPU tests, compute-sanitizer, the GPU benchmark and the PyTorch peer, and writes a Markdown
+# summary. Run it from the repository root, after scripts/gpu-bundle.sh filled .debs/ on a
+# Debian 12 machine and .debs/ was carried along with the working tree.
+#
+# Usage: scripts/gpu-check.sh [OUTDIR] [options]
+#   OUTDIR                 default: $OUT if set, else ./gpu-check-out. Receives at most 7 files:
+#                          summary.md, build.log, ctest.log, sanitizer.log, gpu_bench.json,
+#                          torch_peer.json, env.txt
+#   --with-learn           also build the learning layer (LibTorch from this machine's PyTorch,
+#                          LIBSVM and toml++ from .debs)
+#   --no-cuda              configure with -DDCALIGN_CUDA=OFF (to test the plumbing on a machine
+#                          whose CUDA backend does not compile)
+#   --budget SECONDS       wall-clock budget of the whole script (default 560: the device tool
+#                          allows 600 s per command); later steps get what is left, the
+#                          summary is always written
+#   --series-cap SECONDS   --max-seconds-per-series of the benchmark and the peer (default 5)
+#   --jobs N               build jobs (default: all cores)
+#   --build-dir DIR        default build-gpu
+#   --prefix DIR           where the .debs are unpacked (default /tmp/dcalign-deps; wiped)
+#   --bench-args "..."     extra arguments for gpu_bench (after the defaults, so they win)
+#   --peer-args "..."      extra arguments for bench/torch_peer.py
+#   --skip STEPS           comma-separated steps not to run: tests, sanitizer, bench, peer
+#   --sanitizer-seconds N, --bench-seconds N, --peer-seconds N
+#                          the most each of these steps may take (defaults 150, 200, 150; each
+#                          also gets no more than what the budget leaves after reserving time
+#                          for the steps after it)
+#   --memcheck-filter ERE, --racecheck-filter ERE
+#                          which GPU tests (full gtest names, case-insensitive) each sanitizer
+#                          runs; defaults below (MEMCHECK_RE, RACECHECK_RE)
+#
+# Steps: (1) unpack .debs/*.deb with dpkg -x into the prefix and repair what dpkg -x leaves
+# (alternatives symlinks such as libblas.so.3/liblapack.so.3 -> openblas-pthread, absolute
+# symlinks, multiarch OpenSSL headers); (2) configure with explicit paths into the prefix for
+# every dependency and check CMakeCache.txt that they were used; (3) build the library, the
+# test programs, gpu_bench and the CLI; (4) ctest -L gpu; (5) compute-sanitizer memcheck on
+# the primitive tests and racecheck on the polar/reduction tests; (6) gpu_bench; (7) the
+# PyTorch peer; (8) summary.md. A step that fails does not stop the independent steps after
+# it. Exit status 0 only when every step passed and a GPU was used; with no usable GPU the
+# script says "no usable GPU: <reason>", does what it can (unpack, configure, build, ctest,
+# whose GPU tests then skip) and exits 1.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$(pwd)
+START=$(date +%s)
+ARGS="$*"
+
+OUTDIR=""
+WITH_LEARN=0
+CUDA=ON
+BUDGET=560
+SERIES_CAP=5
+JOBS=$(nproc 2>/dev/null || echo 4)
+BUILD=build-gpu
+PREFIX=/tmp/dcalign-deps
+BENCH_ARGS=""
+PEER_ARGS=""
+SKIP=","
+SAN_SECONDS=150
+BENCH_SECONDS=200
+PEER_SECONDS=150
+# memcheck: the primitive tests of one precision (test_cuda's CudaVsCpu/0 = float), not the
+# end-to-end alignment; racecheck: the tests of dcalign's own kernels with shared memory (polar
+# start / Newton step, finiteness scans, reductions), both precisions. When a default matches
+# no test (renamed tests), the fallback after it is used.
+MEMCHECK_RE='^CudaVsCpu/0\.(Memory|Gemm|Trsm|Transpose|Polar|Qr|Svd|LeastSquares|Generalized|NonFinite|Orthogonality)'
+MEMCHECK_FALLBACK='primitive|cudavscpu'
+RACECHECK_RE='^CudaVsCpu/[0-9]+\.(PolarIteration|PolarBatched|NonFinite|Orthogonality)|^CudaLarge\.'
+RACECHECK_FALLBACK='polar|newton|reduc|sum_?squares|finite|orthogonal|norm'
+while (($#)); do
+  case $1 in
+    --with-learn) WITH_LEARN=1 ;;
+    --no-cuda) CUDA=OFF ;;
+    --budget) BUDGET=$2; shift ;;
+    --series-cap) SERIES_CAP=$2; shift ;;
+    --jobs) JOBS=$2; shift ;;
+    --build-dir) BUILD=$2; shift ;;
+    --prefix) PREFIX=$2; shift ;;
+    --bench-args) BENCH_ARGS=$2; shift ;;
+    --peer-args) PEER_ARGS=$2; shift ;;
+    --skip) SKIP=",$2,"; shift ;;
+    --sanitizer-seconds) SAN_SECONDS=$2; shift ;;
+    --bench-seconds) BENCH_SECONDS=$2; shift ;;
+    --peer-seconds) PEER_SECONDS=$2; shift ;;
+    --memcheck-filter) MEMCHECK_RE=$2; MEMCHECK_FALLBACK=$2; shift ;;
+    --racecheck-filter) RACECHECK_RE=$2; RACECHECK_FALLBACK=$2; shift ;;
+    -h | --help)
+      sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    -*)
+      echo "gpu-check: unknown option $1" >&2
+      exit 2
+      ;;
+    *) OUTDIR=$1 ;;
+  esac
+  shift
+done
+OUTDIR=${OUTDIR:-${OUT:-$ROOT/gpu-check-out}}
+mkdir -p "$OUTDIR" "$BUILD"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+BUILD=$(cd "$BUILD" && pwd)
+SUMMARY=$OUTDIR/summary.md
+BUILD_LOG=$OUTDIR/build.log
+CTEST_LOG=$OUTDIR/ctest.log
+SAN_LOG=$OUTDIR/sanitizer.log
+BENCH_JSON=$OUTDIR/gpu_bench.json
+PEER_JSON=$OUTDIR/torch_peer.json
+ENV_TXT=$OUTDIR/env.txt
+BENCH_OUT=$BUILD/gpu_bench.console
+PEER_OUT=$BUILD/torch_peer.console
+rm -f "$SUMMARY" "$BUILD_LOG" "$CTEST_LOG" "$SAN_LOG" "$BENCH_JSON" "$PEER_JSON" "$ENV_TXT" \
+  "$BENCH_OUT" "$PEER_OUT"
+: >"$BUILD_LOG"
+: >"$SAN_LOG"
+: >"$ENV_TXT"
+
+ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+ORIG_PATH=$PATH
+# The benchmark and test points: the l = 950 point last, since its slow series (GOPP, SVDs of
+# 950 x 950 matrices) could otherwise use up the time of the (1000, 50, 10000) point.
+POINTS="20000,50,50;1000,50,1000;1000,50,10000;1000,950,50"
+
+# ---------------------------------------------------------------------------------------------
+# Bookkeeping
+
+elapsed() { echo $(($(date +%s) - START)); }
+remaining() { echo $((BUDGET - $(elapsed))); }
+# seconds for a step: min(want, remaining - reserve), or 0 when too little is left
+allot() {
+  local want=$1 reserve=$2 r
+  r=$(($(remaining) - reserve))
+  ((r > want)) && r=$want
+  ((r < 0)) && r=0
+  echo "$r"
+}
+say() { echo "[gpu-check $(printf '%4d' "$(elapsed)")s] $*"; }
+STEPS=()
+declare -A STATUS=() NOTE=()
+record() {  # record STEP STATUS NOTE; STATUS: ok, FAIL, skipped, incomplete, unsupported
+  STEPS+=("$1")
+  STATUS[$1]=$2
+  NOTE[$1]=$3
+  say "$1: $2${3:+ - $3}"
+}
+COMMANDS=()
+cmd_note() { COMMANDS+=("$*"); }
+skipped() { [[ $SKIP == *",$1,"* ]]; }
+# Runs a command with a time limit: timeout with a grace kill; prints the exit status.
+limited() {
+  local secs=$1
+  shift
+  timeout -k 10 "$secs" "$@"
+}
+truncate_log() {  # keep the last 2 MB
+  local f=$1
+  if [[ -f $f ]] && (($(stat -c %s "$f") > 2000000)); then
+    tail -c 2000000 "$f" >"$f.tmp" && mv "$f.tmp" "$f"
+    sed -i '1s/^/[... truncated to the last 2 MB ...]\n/' "$f"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# Tools and the GPU
+
+find_tool() {  # find_tool NAME [candidate paths...]
+  local name=$1
+  shift
+  if command -v "$name" >/dev/null 2>&1; then
+    command -v "$name"
+    return 0
+  fi
+  for c in "$@"; do
+    if [[ -x $c ]]; then
+      echo "$c"
+      return 0
+    fi
+  done
+  return 1
+}
+NVCC=$(find_tool nvcc /usr/local/cuda/bin/nvcc /usr/local/cuda-13.0/bin/nvcc) || NVCC=""
+if [[ -n $NVCC ]]; then
+  PATH=$(dirname "$NVCC"):$PATH
+  export PATH
+fi
+NVSMI=$(find_tool nvidia-smi /usr/local/nvidia/bin/nvidia-smi /usr/bin/nvidia-smi) || NVSMI=""
+SANITIZER=$(find_tool compute-sanitizer /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer) || SANITIZER=""
+PYTHON=$(find_tool python3) || PYTHON=""
+
+GPU_OK=0
+GPU_REASON=""
+GPU_LINE=""
+if [[ -z $NVSMI ]]; then
+  GPU_REASON="nvidia-smi not found"
+  ls /dev/nvidia0 >/dev/null 2>&1 || GPU_REASON+=" and no /dev/nvidia0 (no NVIDIA driver on this machine)"
+elif ! GPU_LINE=$("$NVSMI" --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1); then
+  GPU_REASON="nvidia-smi failed: $(echo "$GPU_LINE" | head -3 | tr '\n' ' ')"
+  GPU_LINE=""
+elif [[ -z $GPU_LINE ]]; then
+  GPU_REASON="nvidia-smi lists no GPU"
+else
+  GPU_OK=1
+fi
+if [[ $GPU_OK -eq 0 ]]; then say "no usable GPU: $GPU_REASON (continuing with what does not need one)"; fi
+
+COMMIT=$(git rev-parse HEAD 2>/dev/null || true)
+COMMIT=${COMMIT:-${DCALIGN_GIT_COMMIT:-unknown (no .git in this copy; set DCALIGN_GIT_COMMIT)}}
+DIRTY=$(git status --short 2>/dev/null | head -50 || true)
+# A fingerprint of the sources, comparable with the same command on the machine the tree came from.
+FINGERPRINT_CMD="find include src kernels tests bench scripts CMakeLists.txt -type f ! -path '*/__pycache__/*' ! -path 'bench/results/*' | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16"
+FINGERPRINT=$(bash -c "$FINGERPRINT_CMD" 2>/dev/null || echo unknown)
+
+{
+  echo "# gpu-check environment, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "command: scripts/gpu-check.sh $ARGS"
+  echo "repository: $ROOT  commit: $COMMIT  source fingerprint: $FINGERPRINT"
+  echo "  (fingerprint: $FINGERPRINT_CMD)"
+  [[ -n $DIRTY ]] && echo "git status --short:" && echo "$DIRTY"
+  echo "uname: $(uname -a)"
+  grep -h PRETTY_NAME /etc/os-release 2>/dev/null
+  echo "cores: $(nproc)  memory: $(free -g 2>/dev/null | awk '/Mem:/ {print $2 " GiB"}')"
+  echo "user: $(id -un 2>/dev/null)"
+  echo "PATH=$PATH"
+  echo "LD_LIBRARY_PATH (at start)=$ORIG_LD_LIBRARY_PATH"
+  echo "--- tools"
+  echo "nvcc: ${NVCC:-not found}"; [[ -n $NVCC ]] && "$NVCC" --version | tail -2
+  echo "cmake: $(command -v cmake) $(cmake --version 2>/dev/null | head -1)"
+  echo "ninja: $(command -v ninja) $(ninja --version 2>/dev/null)"
+  echo "c++: $(command -v c++) $(c++ --version 2>/dev/null | head -1)"
+  echo "python3: ${PYTHON:-not found} $([[ -n $PYTHON ]] && "$PYTHON" --version 2>&1)"
+  if [[ -n $PYTHON ]]; then
+    "$PYTHON" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1
+  fi
+  echo "compute-sanitizer: ${SANITIZER:-not found} $([[ -n $SANITIZER ]] && "$SANITIZER" --version 2>&1 | tail -1)"
+  echo "ncu: $(command -v ncu 2>/dev/null || echo not found)"
+  echo "--- GPU"
+  if [[ $GPU_OK -eq 1 ]]; then
+    echo "$GPU_LINE"
+    "$NVSMI" 2>&1 | head -30
+  else
+    echo "no usable GPU: $GPU_REASON"
+  fi
+} >>"$ENV_TXT" 2>&1
+
+# ---------------------------------------------------------------------------------------------
+# 1. Unpack the Debian packages into the prefix
+
+L=$PREFIX/usr/lib/x86_64-linux-gnu
+I=$PREFIX/usr/include
+LDPATH=$PREFIX/ldpath
+DEPS_OK=0
+unpack() {
+  local debs=(.debs/*.deb)
+  if [[ ! -e ${debs[0]} ]]; then
+    record unpack FAIL "no .debs/*.deb: run scripts/gpu-bundle.sh on a Debian 12 machine and carry .debs"
+    return
+  fi
+  rm -rf "$PREFIX"
+  mkdir -p "$PREFIX"
+  local f bad=0
+  for f in "${debs[@]}"; do
+    if command -v dpkg >/dev/null 2>&1; then
+      dpkg -x "$f" "$PREFIX" || bad=1
+    else  # no dpkg: a .deb is an ar archive holding data.tar.xz
+      ar p "$f" data.tar.xz | tar -xJ -C "$PREFIX" -f - || bad=1
+    fi
+  done
+  # Absolute symlinks (e.g. libz.so -> /lib/x86_64-linux-gnu/libz.so.1.2.13) point into the
+  # prefix instead.
+  local link target
+  while IFS= read -r -d '' link; do
+    target=$(readlink "$link")
+    if [[ $target == /* && -e $PREFIX$target ]]; then ln -sfn "$PREFIX$target" "$link"; fi
+  done < <(find "$PREFIX" -type l -print0)
+  # What update-alternatives would have made: the OpenBLAS (pthreads) variant as libblas,
+  # liblapack and libopenblas, and cblas.h.
+  local ob=$L/openblas-pthread
+  for n in libblas.so.3 liblapack.so.3 libblas.so liblapack.so libopenblas.so.0 libopenblas.so; do
+    [[ -e $ob/$n ]] && ln -sfn "$ob/$n" "$L/$n"
+  done
+  for h in cblas.h f77blas.h openblas_config.h; do
+    [[ -e $I/x86_64-linux-gnu/openblas-pthread/$h ]] &&
+      ln -sfn "$I/x86_64-linux-gnu/openblas-pthread/$h" "$I/x86_64-linux-gnu/$h"
+  done
+  # OpenSSL's configuration headers live in the multiarch include directory, which the compiler
+  # searches only under /usr: link them next to the other OpenSSL headers.
+  if [[ -d $I/x86_64-linux-gnu/openssl ]]; then
+    for h in "$I"/x86_64-linux-gnu/openssl/*.h; do
+      [[ -e $I/openssl/$(basename "$h") ]] || ln -s "$h" "$I/openssl/$(basename "$h")"
+    done
+  fi
+  # The run-time search path: the OpenBLAS/LAPACK stack always from the prefix (so that no
+  # other BLAS of this machine is picked up), every other library only when this machine lacks
+  # a library of that soname.
+  mkdir -p "$LDPATH"
+  local force='^(libopenblas\.so\.0|libblas\.so\.3|liblapack\.so\.3|liblapacke\.so\.3|libtmglib\.so\.3)$'
+  local have
+  have=$(ldconfig -p 2>/dev/null | awk '{print $1}' | sort -u)
+  for f in "$L"/lib*.so.* "$PREFIX"/lib/x86_64-linux-gnu/lib*.so.*; do
+    [[ -e $f ]] || continue
+    local n
+    n=$(basename "$f")
+    [[ $n =~ ^lib[^/]*\.so\.[0-9a-z]+$ ]] || continue  # sonames only (libfoo.so.3, .so.1debian)
+    if [[ $n =~ $force ]] || ! grep -qx "$n" <<<"$have"; then ln -sfn "$(readlink -f "$f")" "$LDPATH/$n"; fi
+  done
+  local dangling
+  dangling=$(find "$PREFIX" -xtype l ! -path '*/share/doc/*' 2>/dev/null)
+  {
+    echo "--- unpacked ${#debs[@]} packages into $PREFIX"
+    ls .debs/*.deb | sed 's/^/  /'
+    echo "run-time path $LDPATH:"
+    ls -l "$LDPATH" | sed 's/^/  /'
+    [[ -n $dangling ]] && echo "dangling symlinks left:" && echo "$dangling" | sed 's/^/  /'
+  } >>"$ENV_TXT"
+  if [[ $bad -ne 0 ]]; then
+    record unpack FAIL "some packages did not unpack (env.txt)"
+  else
+    DEPS_OK=1
+    record unpack ok "${#debs[@]} packages into $PREFIX${dangling:+ (dangling symlinks: see env.txt)}"
+  fi
+}
+cmd_note "for f in .debs/*.deb; do dpkg -x \$f $PREFIX; done  # + symlink repairs (scripts/gpu-check.sh)"
+unpack
+export LD_LIBRARY_PATH=$LDPATH${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
+echo "LD_LIBRARY_PATH (dcalign steps)=$LD_LIBRARY_PATH" >>"$ENV_TXT"
+
+# ---------------------------------------------------------------------------------------------
+# 2. Configure
+
+CONFIG_OK=0
+CMAKE_ARGS=(
+  -S "$ROOT" -B "$BUILD" -G Ninja --no-warn-unused-cli
+  -DCMAKE_BUILD_TYPE=Release
+  -DCMAKE_CUDA_ARCHITECTURES=90
+  "-DDCALIGN_CUDA=$CUDA"
+  -DDCALIGN_BUILD_TESTS=ON
+  -DDCALIGN_BUILD_BENCH=ON
+  -DCMAKE_POLICY_VERSION_MINIMUM=3.5
+  -DCMAKE_PREFIX_PATH="$PREFIX/usr"
+  -DBLAS_openblas_LIBRARY="$L/openblas-pthread/libopenblas.so"
+  -DLAPACK_openblas_LIBRARY="$L/openblas-pthread/libopenblas.so"
+  -DBLAS_LIBRARIES="$L/openblas-pthread/libopenblas.so"
+  -DLAPACK_LIBRARIES="$L/openblas-pthread/libopenblas.so"
+  -DLAPACKE_LIBRARY="$L/liblapacke.so"
+  -DLAPACKE_INCLUDE_DIR="$I"
+  -DCBLAS_INCLUDE_DIR="$I/x86_64-linux-gnu/openblas-pthread"
+  -DGTest_DIR="$L/cmake/GTest"
+  -Dnlohmann_json_DIR="$PREFIX/usr/share/cmake/nlohmann_json"
+  -DCLI11_DIR="$PREFIX/usr/share/cmake/CLI11"
+  -Dbenchmark_DIR="$L/cmake/benchmark"
+  -DZLIB_INCLUDE_DIR="$I"
+  -DZLIB_LIBRARY="$L/libz.so"
+  -DZLIB_LIBRARY_RELEASE="$L/libz.so"
+  -DOPENSSL_ROOT_DIR="$PREFIX/usr"
+  -DOPENSSL_INCLUDE_DIR="$I"
+  -DOPENSSL_CRYPTO_LIBRARY="$L/libcrypto.so"
+  -DOPENSSL_SSL_LIBRARY="$L/libssl.so"
+)
+[[ -n $NVCC ]] && CMAKE_ARGS+=(-DCMAKE_CUDA_COMPILER="$NVCC")
+# Keys whose cached value must lie inside the prefix.
+CHECK_KEYS=(BLAS_openblas_LIBRARY LAPACK_openblas_LIBRARY LAPACKE_LIBRARY LAPACKE_INCLUDE_DIR
+  CBLAS_INCLUDE_DIR GTest_DIR nlohmann_json_DIR CLI11_DIR benchmark_DIR ZLIB_INCLUDE_DIR
+  ZLIB_LIBRARY OPENSSL_INCLUDE_DIR OPENSSL_CRYPTO_LIBRARY OPENSSL_SSL_LIBRARY)
+if [[ $WITH_LEARN -eq 1 ]]; then
+  TORCH_PREFIX=$(env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" "${PYTHON:-python3}" -c \
+    'import torch; print(torch.utils.cmake_prefix_path)' 2>/dev/null || true)
+  CMAKE_ARGS+=(-DDCALIGN_WITH_LEARN=ON -DTorch_DIR="$TORCH_PREFIX/Torch"
+    -Dtomlplusplus_DIR="$L/cmake/tomlplusplus" -DLIBSVM_INCLUDE_DIR="$I"
+    -DLIBSVM_LIBRARY="$L/libsvm.so")
+  CHECK_KEYS+=(tomlplusplus_DIR LIBSVM_INCLUDE_DIR LIBSVM_LIBRARY)
+else
+  CMAKE_ARGS+=(-DDCALIGN_WITH_LEARN=OFF)
+fi
+
+configure() {
+  if [[ $DEPS_OK -ne 1 ]]; then
+    record configure skipped "the dependencies were not unpacked"
+    return
+  fi
+  if [[ $WITH_LEARN -eq 1 && ! -d ${TORCH_PREFIX:-/nonexistent}/Torch ]]; then
+    record configure FAIL "--with-learn: no Torch CMake package (python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' gave '${TORCH_PREFIX:-nothing}')"
+    return
+  fi
+  local secs
+  secs=$(allot 180 60)
+  cmd_note "cmake ${CMAKE_ARGS[*]}"
+  echo "=== configure: cmake ${CMAKE_ARGS[*]}" >>"$BUILD_LOG"
+  if ! limited "$secs" cmake "${CMAKE_ARGS[@]}" >>"$BUILD_LOG" 2>&1; then
+    record configure FAIL "cmake failed (build.log)"
+    return
+  fi
+  # Every dependency must come from the prefix.
+  local k v outside="" cache=$BUILD/CMakeCache.txt
+  echo "--- CMakeCache.txt: the dependencies' paths (must lie in $PREFIX)" >>"$ENV_TXT"
+  for k in "${CHECK_KEYS[@]}"; do
+    v=$(grep -E "^$k:[A-Z]+=" "$cache" | head -1 | cut -d= -f2-)
+    if [[ $v == "$PREFIX"/* ]]; then
+      printf '  ok       %-24s %s\n' "$k" "$v" >>"$ENV_TXT"
+    else
+      printf '  OUTSIDE  %-24s %s\n' "$k" "${v:-<not in the cache>}" >>"$ENV_TXT"
+      outside+=" $k"
+    fi
+  done
+  grep -E '^(CMAKE_CUDA_COMPILER|CMAKE_CXX_COMPILER|CMAKE_CUDA_ARCHITECTURES|DCALIGN_CUDA|Torch_DIR):' \
+    "$cache" | sed 's/^/  /' >>"$ENV_TXT"
+  grep -E 'dcalign: CUDA backend' "$BUILD_LOG" | tail -1 | sed 's/^/  /' >>"$ENV_TXT"
+  if [[ -n $outside ]]; then
+    record configure FAIL "paths outside the prefix:$outside (env.txt)"
+  else
+    CONFIG_OK=1
+    record configure ok "$(grep -E 'dcalign: CUDA backend' "$BUILD_LOG" | tail -1 | sed 's/^-- //'), all dependency paths in the prefix"
+  fi
+}
+configure
+
+# ---------------------------------------------------------------------------------------------
+# 3. Build
+
+
+GPU_BENCH=""
+build() {
+  if [[ $CONFIG_OK -ne 1 ]]; then
+    record build skipped "not configured"
+    return
+  fi
+  local targets all secs rc
+  all=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')
+  targets=$(grep -E '^(dcalign|dcalign_cli|gpu_bench|test_[A-Za-z0-9_]+)$' <<<"$all" | tr '\n' ' ')
+  if [[ $CUDA == ON ]] && ! grep -qx gpu_bench <<<"$all"; then
+    echo "gpu-check: no gpu_bench target: the library was configured without the CUDA backend" >>"$BUILD_LOG"
+  fi
+  secs=$(allot 420 90)
+  cmd_note "cmake --build $BUILD -j $JOBS --target $targets"
+  echo "=== build ($secs s at most): cmake --build $BUILD -j $JOBS --target $targets" >>"$BUILD_LOG"
+  # shellcheck disable=SC2086
+  limited "$secs" cmake --build "$BUILD" -j "$JOBS" --target $targets >>"$BUILD_LOG" 2>&1
+  rc=$?
+  [[ -x $BUILD/bench/gpu_bench ]] && GPU_BENCH=$BUILD/bench/gpu_bench
+  if [[ $rc -eq 0 ]]; then
+
+    record build ok "targets: $targets"
+  elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    record build FAIL "stopped at the time cap ($secs s); build.log"
+  else
+    record build FAIL "exit $rc; the first errors:$(grep -m3 -E 'error|Error' "$BUILD_LOG" | cut -c1-200 | sed 's/^/ /' | tr '\n' ';')"
+  fi
+  # Does every binary resolve its libraries (through the prefix where needed)?
+  local bin missing=""
+  {
+    echo "--- ldd (LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+    for bin in "$BUILD"/tests/*/test_* "$GPU_BENCH" "$BUILD/src/cli/dcalign"; do
+      [[ -x $bin && -f $bin ]] || continue
+      echo "$bin:"
+      ldd "$bin" | grep -E 'openblas|lapack|blas|gfortran|quadmath|ssl|crypto|libz|benchmark|svm|toml|cuda|cublas|cusolver|not found' | sed 's/^/  /'
+      if ldd "$bin" | grep -q 'not found'; then missing+=" $(basename "$bin")"; fi
+    done
+  } >>"$ENV_TXT" 2>&1
+  if [[ -n $missing ]]; then record libraries FAIL "unresolved libraries in:$missing (env.txt)"; fi
+}
+build
+truncate_log "$BUILD_LOG"
+
+# ---------------------------------------------------------------------------------------------
+# 4. ctest -L gpu
+
+TESTS_LINE="not run"
+GPU_TEST_BINS=()
+run_tests() {
+  if skipped tests; then
+    record tests skipped "--skip tests"
+    return
+  fi
+  if [[ $CONFIG_OK -ne 1 ]]; then
+    record tests skipped "not configured"
+    return
+  fi
+  local secs rc p f s
+  secs=$(allot 200 60)
+  cmd_note "ctest --test-dir $BUILD -L gpu --output-on-failure -j 4 --timeout 300"
+  {
+    echo "=== ctest --test-dir $BUILD -L gpu --output-on-failure -j 4 --timeout 300 ($secs s at most)"
+    [[ $GPU_OK -eq 1 ]] || echo "=== no usable GPU: $GPU_REASON (GPU tests are expected to skip)"
+  } >"$CTEST_LOG"
+  limited "$secs" ctest --test-dir "$BUILD" -L gpu --output-on-failure -j 4 --timeout 300 >>"$CTEST_LOG" 2>&1
+  rc=$?
+  read -r p f s < <(awk '/^ *[0-9]+\/[0-9]+ Test +#[0-9]+:/ {
+      if ($0 ~ /\*\*\*Skipped|Skipped *[0-9.]+ sec|Not Run \(Disabled\)/) s++
+      else if ($0 ~ / Passed /) p++
+      else f++ }
+    END { printf "%d %d %d\n", p, f, s }' "$CTEST_LOG")
+  TESTS_LINE="$p passed, $f failed, $s skipped"
+  # The GPU test programs, for the sanitizers.
+  mapfile -t GPU_TEST_BINS < <(ctest --test-dir "$BUILD" -L gpu --show-only=json-v1 2>/dev/null |
+    "${PYTHON:-python3}" -c 'import json, sys
+seen = []
+for t in json.load(sys.stdin).get("tests", []):
+    c = t.get("command") or []
+    if c and c[0] not in seen:
+        seen.append(c[0])
+print("\n".join(seen))' 2>/dev/null)
+  if grep -q 'No tests were found' "$CTEST_LOG" || ((p + f + s == 0)); then
+    record tests FAIL "no test labelled gpu was found (ctest.log)"
+  elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    record tests FAIL "stopped at the time cap ($secs s): $TESTS_LINE so far"
+  elif ((f > 0)) || [[ $rc -ne 0 ]]; then
+    record tests FAIL "$TESTS_LINE (ctest.log)"
+  elif [[ $GPU_OK -eq 1 ]] && ((p <= s)); then
+    record tests FAIL "$TESTS_LINE: most GPU tests skipped although nvidia-smi sees a GPU (ctest.log)"
+  elif [[ $GPU_OK -eq 1 ]] && ((s > 0)); then
+    record tests ok "$TESTS_LINE; skipped: $(grep -E '\*\*\*Skipped' "$CTEST_LOG" | sed -E 's/.*Test +#[0-9]+: ([^ ]+).*/\1/' | head -10 | tr '\n' ' ')"
+  else
+    record tests ok "$TESTS_LINE"
+  fi
+}
+run_tests
+
+# ---------------------------------------------------------------------------------------------
+# 5. compute-sanitizer
+
+SAN_VERDICT=()
+# Prints a gtest filter of the tests of BINARY whose full name matches the ERE (case-insensitive).
+gtest_filter() {
+  "$1" --gtest_list_tests 2>/dev/null | awk '/^[^ ]/ {suite = $1} /^  [^ ]/ {print suite $1}' |
+    grep -Ei "$2" | tr '\n' ':' | sed 's/:$//'
+}
+sanitize() {  # sanitize TOOL ERE FALLBACK_ERE SECONDS
+  local tool=$1 re=$2 fallback=$3 secs=$4 bin filter rc per summary verdict all=""
+  local n=${#GPU_TEST_BINS[@]}
+  ((n == 0)) && { SAN_VERDICT+=("$tool: no GPU test program found"); return 1; }
+  per=$((secs / n))
+  local status=0
+  for bin in "${GPU_TEST_BINS[@]}"; do
+    filter=$(gtest_filter "$bin" "$re")
+    if [[ -z $filter ]]; then
+      echo "=== $tool: $(basename "$bin"): no test matches /$re/i; trying /$fallback/i" >>"$SAN_LOG"
+      re=$fallback
+      filter=$(gtest_filter "$bin" "$re")
+    fi
+    if [[ -z $filter ]]; then
+      echo "=== $tool: $(basename "$bin"): no test matches /$re/i; skipped" >>"$SAN_LOG"
+      all+=" $(basename "$bin"): no matching test;"
+      continue
+    fi
+    local cmd=("$SANITIZER" --tool "$tool" --error-exitcode 99 --print-limit 100)
+    [[ $tool == memcheck ]] && cmd+=(--leak-check no)
+    cmd+=("$bin" "--gtest_filter=$filter")
+    local ntests tmp=$BUILD/sanitizer.part
+    ntests=$(tr ':' '\n' <<<"$filter" | wc -l)
+    cmd_note "${cmd[*]:0:${#cmd[@]}-1} --gtest_filter=<the $ntests tests of $(basename "$bin") matching /$re/i: sanitizer.log>"
+    echo "=== $tool ($per s at most): ${cmd[*]}" >>"$SAN_LOG"
+    limited "$per" "${cmd[@]}" >"$tmp" 2>&1
+    rc=$?
+    cat "$tmp" >>"$SAN_LOG"
+    summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$tmp" | tail -1 | sed 's/^=* *//')
+    if grep -qiE 'device not supported|not supported on this|unsupported device' "$tmp"; then
+      verdict="unsupported (compute-sanitizer: device not supported)"
+      ((status < 3)) && status=3
+    elif [[ $rc -eq 124 || $rc -eq 137 ]]; then
+      verdict="incomplete: stopped at the time cap ($per s); ${summary:-no summary}"
+      ((status < 2)) && status=2
+    elif [[ $rc -eq 99 ]]; then
+      verdict="ERRORS: ${summary:-see sanitizer.log}"
+      status=4
+    elif [[ $rc -ne 0 ]]; then
+      verdict="tests failed under the sanitizer (exit $rc); ${summary:-no summary}"
+      status=4
+    else
+      verdict="clean: ${summary:-0 errors}"
+    fi
+    echo "=== $tool verdict: $verdict" >>"$SAN_LOG"
+    all+=" $(basename "$bin") ($ntests tests): $verdict;"
+  done
+  SAN_VERDICT+=("$tool:$all")
+  return $status
+}
+run_sanitizers() {
+  if skipped sanitizer; then
+    record sanitizer skipped "--skip sanitizer"
+    return
+  fi
+  if [[ $GPU_OK -ne 1 ]]; then
+    record sanitizer skipped "no usable GPU: $GPU_REASON"
+    return
+  fi
+  if [[ -z $SANITIZER ]]; then
+    record sanitizer FAIL "compute-sanitizer not found"
+    return
+  fi
+  if ((${#GPU_TEST_BINS[@]} == 0)); then
+    record sanitizer FAIL "no GPU test program (ctest -L gpu lists none)"
+    return
+  fi
+  local total mem race s1 s2
+  total=$(allot "$SAN_SECONDS" 230)
+  if ((total < 30)); then
+    record sanitizer skipped "too little time left ($(remaining) s)"
+    return
+  fi
+  mem=$((total * 3 / 5))
+  race=$((total - mem))
+  sanitize memcheck "$MEMCHECK_RE" "$MEMCHECK_FALLBACK" "$mem"
+  s1=$?
+  sanitize racecheck "$RACECHECK_RE" "$RACECHECK_FALLBACK" "$race"
+  s2=$?
+  local worst=$((s1 > s2 ? s1 : s2))
+  local text
+  text=$(printf '%s / ' "${SAN_VERDICT[@]}")
+  case $worst in
+    0) record sanitizer ok "${text% / }" ;;
+    2) record sanitizer incomplete "${text% / }" ;;
+    3) record sanitizer unsupported "${text% / }" ;;
+    *) record sanitizer FAIL "${text% / }" ;;
+  esac
+}
+run_sanitizers
+truncate_log "$SAN_LOG"
+
+# ---------------------------------------------------------------------------------------------
+# 6. gpu_bench
+
+run_bench() {
+  if skipped bench; then
+    record bench skipped "--skip bench"
+    return
+  fi
+  if [[ -z $GPU_BENCH ]]; then
+    record bench FAIL "gpu_bench was not built (build.log)"
+    return
+  fi
+  local secs rc
+  secs=$(allot "$BENCH_SECONDS" 110)
+  if ((secs < 30)); then
+    record bench skipped "too little time left ($(remaining) s)"
+    return
+  fi
+  # shellcheck disable=SC2054
+  local cmd=("$GPU_BENCH" --points "$POINTS" --methods odc,imakura,kawakami,gopp
+    --precision float32,float64 --repetitions 20 --warmup 3 --max-seconds-per-series "$SERIES_CAP"
+    --max-seconds-total $((secs - 30)) --json "$BENCH_JSON")
+  # shellcheck disable=SC2206
+  [[ -n $BENCH_ARGS ]] && cmd+=($BENCH_ARGS)
+  cmd_note "$(printf '%q ' "${cmd[@]}")"
+  echo "=== $(printf '%q ' "${cmd[@]}") ($secs s at most)" >"$BENCH_OUT"
+  limited "$secs" "${cmd[@]}" >>"$BENCH_OUT" 2>&1
+  rc=$?
+  local counts=""
+  [[ -n $PYTHON ]] && counts=$(env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" "$PYTHON" \
+    bench/gpu_report.py --counts --bench "$BENCH_JSON" 2>/dev/null | head -1)
+  case $rc in
+    0) record bench ok "$counts" ;;
+    3) record bench FAIL "no usable GPU according to the library: $(grep -m1 'no usable GPU' "$BENCH_OUT")" ;;
+    124 | 137) record bench incomplete "stopped at the time cap ($secs s); $counts" ;;
+    *) record bench FAIL "exit $rc; $counts; $(grep -m1 -E 'error' "$BENCH_OUT" | cut -c1-200)" ;;
+  esac
+}
+if [[ $GPU_OK -eq 1 ]]; then
+  run_bench
+elif [[ -n $GPU_BENCH ]] && ! skipped bench; then
+  # What the program itself says without a GPU (and that it starts at all).
+  cmd_note "$GPU_BENCH --points 8,2,2 --no-references --json $BENCH_JSON"
+  "$GPU_BENCH" --points 8,2,2 --no-references --json "$BENCH_JSON" >"$BENCH_OUT" 2>&1
+  record bench skipped "no usable GPU: $GPU_REASON; gpu_bench (exit $?): $(grep -m1 'no usable GPU' "$BENCH_OUT" | cut -c1-300)"
+else
+  record bench skipped "no usable GPU: $GPU_REASON"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 7. The PyTorch peer (run with this machine's original library path: its own CUDA libraries)
+
+run_peer() {
+  if skipped peer; then
+    record peer skipped "--skip peer"
+    return
+  fi
+  if [[ -z $PYTHON ]]; then
+    record peer FAIL "python3 not found"
+    return
+  fi
+  local secs rc
+  secs=$(allot "$PEER_SECONDS" 25)
+  if ((secs < 30)); then
+    record peer skipped "too little time left ($(remaining) s)"
+    return
+  fi
+  # shellcheck disable=SC2054
+  local cmd=("$PYTHON" bench/torch_peer.py --device cuda --points "$POINTS" --methods odc,imakura
+    --precision float32,float64 --repetitions 20 --warmup 3 --max-seconds-per-series "$SERIES_CAP"
+    --max-seconds-total $((secs - 40)) --json "$PEER_JSON")
+  # shellcheck disable=SC2206
+  [[ -n $PEER_ARGS ]] && cmd+=($PEER_ARGS)
+  cmd_note "PYTHONUNBUFFERED=1 $(printf '%q ' "${cmd[@]}")"
+  echo "=== $(printf '%q ' "${cmd[@]}") ($secs s at most)" >"$PEER_OUT"
+  env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" PATH="$ORIG_PATH" PYTHONUNBUFFERED=1 \
+    timeout -k 10 "$secs" "${cmd[@]}" >>"$PEER_OUT" 2>&1
+  rc=$?
+  local counts
+  counts=$(env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" "$PYTHON" bench/gpu_report.py --counts \
+    --bench /nonexistent --peer "$PEER_JSON" 2>/dev/null | tail -1)
+  case $rc in
+    0) record peer ok "$counts" ;;
+    3) record peer FAIL "$(tail -1 "$PEER_OUT")" ;;
+    124 | 137) record peer incomplete "stopped at the time cap ($secs s); $counts" ;;
+    *) record peer FAIL "exit $rc; $counts; $(tail -1 "$PEER_OUT" | cut -c1-200)" ;;
+  esac
+}
+if [[ $GPU_OK -eq 1 ]]; then
+  run_peer
+elif [[ -n $PYTHON ]] && ! skipped peer; then
+  cmd_note "$PYTHON bench/torch_peer.py --device cuda --points 8,2,2 --json $PEER_JSON"
+  env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" timeout 120 "$PYTHON" bench/torch_peer.py --device cuda \
+    --points 8,2,2 --json "$PEER_JSON" >"$PEER_OUT" 2>&1
+  record peer skipped "no usable GPU: $GPU_REASON; torch_peer.py (exit $?): $(tail -1 "$PEER_OUT" | cut -c1-300)"
+else
+  record peer skipped "no usable GPU: $GPU_REASON"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 8. Summary
+
+rm -f "$OUTDIR"/*.tmp  # left by a JSON writer stopped at its time cap
+FAILED=0
+PARTIAL=""
+for s in "${STEPS[@]}"; do
+  [[ ${STATUS[$s]} == FAIL ]] && FAILED=1
+  [[ ${STATUS[$s]} == incomplete || ${STATUS[$s]} == unsupported ]] && PARTIAL+=" $s (${STATUS[$s]})"
+done
+[[ $GPU_OK -eq 1 ]] || FAILED=1
+{
+  echo "# dcalign GPU check"
+  echo
+  if [[ $GPU_OK -eq 1 ]]; then
+    echo "Verdict: **$([[ $FAILED -eq 0 ]] && echo PASSED || echo FAILED)**${PARTIAL:+, not complete:$PARTIAL} ($(elapsed) s, budget $BUDGET s)"
+  else
+    echo "Verdict: **FAILED: no usable GPU: $GPU_REASON** ($(elapsed) s). Unpack, configure, build and"
+    echo "ctest ran as far as they can without one."
+  fi
+  echo
+  echo "| | |"
+  echo "|---|---|"
+  echo "| GPU (nvidia-smi name, driver, memory) | ${GPU_LINE:-none: $GPU_REASON} |"
+  echo "| CUDA toolkit | $([[ -n $NVCC ]] && "$NVCC" --version | tail -2 | tr '\n' ' ' || echo 'nvcc not found') |"
+  echo "| commit | $COMMIT (source fingerprint $FINGERPRINT) |"
+  echo "| host | $(grep -h PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2 | tr -d '"'), $(nproc) cores, $(c++ --version 2>/dev/null | head -1), $(cmake --version 2>/dev/null | head -1) |"
+  echo "| dependencies | .debs unpacked into $PREFIX; run-time path $LDPATH |"
+  echo "| GPU tests (ctest -L gpu) | $TESTS_LINE |"
+  echo
+  echo "## Steps"
+  echo
+  echo "| step | status | details |"
+  echo "|---|---|---|"
+  for s in "${STEPS[@]}"; do
+    echo "| $s | ${STATUS[$s]} | $(echo "${NOTE[$s]}" | tr '|' '/' | cut -c1-1500) |"
+  done
+  echo
+  echo "## Benchmark"
+  echo
+  if [[ -n $PYTHON ]]; then
+    env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" "$PYTHON" bench/gpu_report.py --bench "$BENCH_JSON" \
+      --peer "$PEER_JSON" 2>&1
+  else
+    echo "(no python3 for the table; see gpu_bench.json and torch_peer.json)"
+  fi
+  echo
+  echo "## Commands"
+  echo
+  echo '```'
+  echo "scripts/gpu-check.sh $ARGS   # in $ROOT, OUTDIR $OUTDIR"
+  for c in "${COMMANDS[@]}"; do echo "$c"; done
+  echo '```'
+  for f in "$BENCH_OUT" "$PEER_OUT"; do
+    [[ -f $f ]] || continue
+    echo
+    echo "<details><summary>$(basename "$f" .console) console output (last 120 lines)</summary>"
+    echo
+    echo '```'
+    tail -n 120 "$f"
+    echo '```'
+    echo "</details>"
+  done
+  echo
+  echo "Files: summary.md, env.txt (versions, unpacked packages, CMake cache paths, ldd), build.log,"
+  echo "ctest.log, sanitizer.log, gpu_bench.json, torch_peer.json."
+} >"$SUMMARY"
+
+say "summary: $SUMMARY"
+for s in "${STEPS[@]}"; do printf '  %-10s %-11s %s\n' "$s" "${STATUS[$s]}" "$(echo "${NOTE[$s]}" | cut -c1-160)"; done
+if [[ $GPU_OK -ne 1 ]]; then
+  echo "gpu-check: no usable GPU: $GPU_REASON"
+fi
+if [[ $FAILED -ne 0 ]]; then
+  echo "gpu-check: FAILED (details in $SUMMARY)"
+  exit 1
+fi
+echo "gpu-check: PASSED"
+exit 0
