@@ -247,6 +247,7 @@ class DcalignRunner final : public dcalign::bench::Runner {
     o.svd.oversampling = cfg_.oversampling;
     o.svd.power_iterations = cfg_.power_iterations;
     o.svd.seed = cfg_.seed;
+    o.polar = dcalign::parse_polar_method(cfg_.polar);
     return o;
   }
 
@@ -410,7 +411,8 @@ int main(int argc, char** argv) {
       "dcalign_sweep: wall-clock sweep over one of a, l, c (paper 001, Table 5 and Fig. 6), "
       "with the NumPy peer timed in the same run"};
   std::string sweep, values, methods = "odc,imakura,kawakami", precisions = "float64",
-                             backends_opt = "cpu", peers_opt = "numpy", out, svd = "randomized";
+                             backends_opt = "cpu", peers_opt = "numpy", out, svd = "randomized",
+                             polar = "auto";
   long a = 0, l = 0, c = 0, oversampling = 10;
   int warmup = 1, reps = 5, threads = 0, power = 2;
   std::uint64_t seed = 20240601;
@@ -454,6 +456,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--power-iterations", power, "randomized SVD power iterations")
       ->capture_default_str();
+  app.add_option("--polar", polar,
+                 "ODC/GOPP polar factors: auto (the library's choice), svd or iterative")
+      ->capture_default_str();
   app.add_option("--out", out, "output JSON (the CSV goes next to it, .csv)")->required();
   app.add_flag("--restart", restart, "discard an existing output file instead of resuming it");
   app.add_option("--quiet-below", quiet_below,
@@ -490,6 +495,7 @@ int main(int argc, char** argv) {
     cfg.svd = svd;
     cfg.oversampling = oversampling;
     cfg.power_iterations = power;
+    cfg.polar = polar;
     cfg.validate();
 
     // One thread count for everything: OpenBLAS inside dcalign, dcalign's loops over users,

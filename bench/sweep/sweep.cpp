@@ -124,6 +124,7 @@ json SweepConfig::parameters() const {
               {"oversampling", oversampling},
               {"power_iterations", power_iterations},
               {"applies_to", {"imakura", "kawakami", "gopp"}}};
+  p["polar"] = {{"method", polar}, {"applies_to", {"odc", "gopp"}}};
   p["anchors"] = "uniform [0,1), generated once per point from the seed and the point";
   p["timed"] =
       "dcalign: one align() call with evaluate=false; peers: their procedure, anchors excluded";
@@ -151,6 +152,8 @@ void SweepConfig::validate() const {
   if (threads < 1) throw UsageError("--threads must be >= 1 after resolution");
   if (!(max_seconds >= 0)) throw UsageError("--max-seconds must be >= 0");
   if (svd != "randomized" && svd != "exact") throw UsageError("--svd must be randomized or exact");
+  if (polar != "auto" && polar != "svd" && polar != "iterative")
+    throw UsageError("--polar must be auto, svd or iterative");
   if (oversampling < 0 || power_iterations < 0)
     throw UsageError("--oversampling and --power-iterations must be >= 0");
   for (long x : values) {

@@ -73,6 +73,7 @@ struct SweepConfig {
   std::string svd = "randomized";  ///< SVD for Imakura, Kawakami and GOPP's start
   long oversampling = 10;
   int power_iterations = 2;
+  std::string polar = "auto";  ///< ODC/GOPP polar factors: auto, svd or iterative
 
   Shape shape_at(long x) const;
   /// Every series: dcalign on each backend, then each peer on its device, each over the
