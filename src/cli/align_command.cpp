@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "dcalign/align.hpp"
+#include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
 
 namespace dcalign::cli {
@@ -47,13 +48,17 @@ void run(const AlignArgs& a) {
   Stack<T> anchors = read_npy_stack<T>(a.anchors);
   const double read_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  Alignment<T> res = align(anchors, opts, *backend);
+  // With --model-out the same alignment goes through an Aligner, which keeps its target.
+  Aligner<T> model;
+  Alignment<T> res =
+      a.model_out.empty() ? align(anchors, opts, *backend) : model.fit(anchors, opts, *backend);
   write_npy<T>(a.out, res.G.view());
   if (!a.target_out.empty()) {
     if (res.target.size() == 0)
       throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
     write_npy<T>(a.target_out, res.target.view());
   }
+  if (!a.model_out.empty()) model.save(a.model_out);
   if (!a.report.empty()) {
     std::ofstream f(a.report);
     if (!f) throw IoError("cannot write the report to '" + a.report + "'");
@@ -79,6 +84,8 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
       ->required();
   cmd->add_option("--report", args.report, "write the JSON report here");
   cmd->add_option("--target-out", args.target_out, "write the target Z (a x l) here");
+  cmd->add_option("--model-out", args.model_out,
+                  "save the fitted model to this directory, for dcalign enroll");
   cmd->add_option("--target", args.target_in, "ODC: align to this a x l target (NPY)");
   cmd->add_option("--rotation", args.rotation_in, "ODC: use this l x l orthogonal O (NPY)");
   cmd->add_option("--seed", args.seed, "seed for O, R and randomized SVD")->capture_default_str();

@@ -28,6 +28,7 @@ struct AlignArgs {
   int threads = 0;
   bool no_evaluate = false;
   bool consensus = false;
+  std::string model_out;  ///< --model-out: save the fitted Aligner here (dcalign enroll)
 };
 void add_align_command(CLI::App& app, AlignArgs& args);
 
@@ -38,7 +39,22 @@ struct DemoArgs {
 };
 void add_demo_command(CLI::App& app, DemoArgs& args);
 
+/// `dcalign enroll`: aligns later users against a model saved by `align --model-out`.
+void add_enroll_command(CLI::App& app);
+
 /// Commands contributed by other layers (experiments, benchmarks) when they are built.
 void add_extra_commands(CLI::App& app);
+/// Runs a command that lives in an executable of its own (`dcalign experiment` in
+/// dcalign-experiment) when argv names one: true, with `status` set, if it could not be started
+/// (on success the process is replaced); false for every other command.
+bool forward_extra_command(int argc, char** argv, int& status);
+
+inline constexpr const char* kExperimentDescription =
+    "Run a Data Collaboration experiment (TOML file)";
+void add_experiment_command(CLI::App& app);
+
+/// Parses argv with `app` and runs the chosen command. Errors print "dcalign: error: ..." and
+/// give status 1; usage errors give CLI11's status.
+int run_app(CLI::App& app, int argc, char** argv);
 
 }  // namespace dcalign::cli

@@ -13,7 +13,7 @@ void add_experiment_command(CLI::App& app) {
     long long trials = 0;
   };
   static Args args;
-  auto* cmd = app.add_subcommand("experiment", "Run a Data Collaboration experiment (TOML file)");
+  auto* cmd = app.add_subcommand("experiment", kExperimentDescription);
   cmd->add_option("file", args.file, "experiment file (see experiments/)")->required();
   cmd->add_option("--out", args.out_dir, "directory for the JSON, CSV and Markdown results")
       ->capture_default_str();

@@ -2,6 +2,7 @@
 // a message naming the problem, never a crash (a signal would show as status > 128).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -127,6 +128,29 @@ TEST_F(Cli, DemoPrintsEveryConditionAndMethod) {
   const std::string text = ss.str();
   for (const char* s : {"SameSpan-Orth", "DiffSpan", "imakura", "kawakami", "odc", "gopp"})
     EXPECT_NE(text.find(s), std::string::npos) << s;
+}
+
+// `dcalign experiment` runs in dcalign-experiment (the executable that links LibTorch) and
+// behaves as the built-in command did: help, status 1 with a message, CLI11's usage errors.
+TEST_F(Cli, ExperimentRunsThroughItsOwnExecutable) {
+#ifndef DCALIGN_CLI_HAS_EXPERIMENT
+  GTEST_SKIP() << "built without the experiment layer";
+#endif
+  auto r = run("experiment --help");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream f(path("stdout.txt"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  EXPECT_NE(ss.str().find("experiment [OPTIONS] file"), std::string::npos) << ss.str();
+  EXPECT_NE(ss.str().find("--trials"), std::string::npos) << ss.str();
+  r = run("experiment " + path("missing.toml"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("dcalign: error: experiment file '" + path("missing.toml") + "'"),
+            std::string::npos)
+      << r.err;
+  r = run("experiment");
+  EXPECT_EQ(r.status, static_cast<int>(CLI::ExitCodes::RequiredError)) << r.err;
+  EXPECT_NE(r.err.find("file is required"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+// dcalign enroll: aligns users who join after the fit against a saved model (written by
+// `dcalign align --model-out M` or Aligner::save), without touching the users of the fit.
+//   dcalign enroll --model M --anchors A_new.npy --out G_new.npy [--report R.json]
+// A_new.npy is (a, l) for one new user, giving G_new.npy of shape (l, l), or (k, a, l) for k new
+// users, giving (k, l, l). The computation runs in the model's precision (A_new is converted).
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "dcalign/aligner.hpp"
+#include "dcalign/npy.hpp"
+
+namespace dcalign::cli {
+namespace {
+
+struct EnrollArgs {
+  std::string model, anchors, out, report;
+  std::string device = "cpu";
+  int threads = 0;
+};
+
+template <typename T>
+void run(const EnrollArgs& a) {
+  const Aligner<T> model = Aligner<T>::load(a.model);
+  BackendOptions bo;
+  bo.threads = a.threads;
+  auto backend = make_backend(parse_device(a.device), bo);
+  const NpyHeader h = read_npy_header(a.anchors);
+  EnrolmentReport report;
+  if (h.shape.size() == 2) {
+    const Enrolment<T> e = model.enroll(read_npy_matrix<T>(a.anchors), *backend);
+    write_npy<T>(a.out, e.G.view());
+    report = e.report;
+  } else if (h.shape.size() == 3) {
+    const BatchEnrolment<T> e = model.enroll(read_npy_stack<T>(a.anchors), *backend);
+    write_npy<T>(a.out, e.G.view());
+    report = e.report;
+  } else {
+    throw InvalidInput("--anchors '" + a.anchors + "' is a " + std::to_string(h.shape.size()) +
+                       "-D array; expected (a, l) for one new user or (k, a, l) for k new users");
+  }
+  if (!a.report.empty()) {
+    std::ofstream f(a.report);
+    if (!f) throw IoError("cannot write the report to '" + a.report + "'");
+    f << report.to_json() << "\n";
+    if (!f) throw IoError("writing the report to '" + a.report + "' failed");
+  }
+  double worst = 0;
+  for (double r : report.relative_residual) worst = std::max(worst, r);
+  std::cerr << "dcalign: enrolled " << report.users << " user(s) against the " << report.method
+            << " model of " << report.fitted_users << " users (a = " << report.anchor_rows
+            << ", l = " << report.dim << ") in " << report.total_seconds
+            << " s; largest relative residual " << worst << "\n";
+}
+
+}  // namespace
+
+void add_enroll_command(CLI::App& app) {
+  static EnrollArgs args;
+  auto* cmd = app.add_subcommand(
+      "enroll", "Align users who join later against a saved model (dcalign align --model-out)");
+  cmd->add_option("--model", args.model, "model directory written by dcalign align --model-out")
+      ->required();
+  cmd->add_option("--anchors", args.anchors,
+                  "NPY array A_new of shape (a, l), or (k, a, l) for k new users")
+      ->required();
+  cmd->add_option("--out", args.out, "output NPY: G_new (l, l), or (k, l, l)")->required();
+  cmd->add_option("--report", args.report, "write the JSON enrolment report here");
+  cmd->add_option("--device", args.device, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
+      ->capture_default_str();
+  cmd->callback([] {
+    // The model's precision decides T; read_model_info validates model.json first.
+    if (read_model_info(args.model).precision == "float32")
+      run<float>(args);
+    else
+      run<double>(args);
+  });
+}
+
+}  // namespace dcalign::cli
