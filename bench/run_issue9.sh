@@ -7,6 +7,7 @@
 #   DCALIGN_BUILD      build directory holding bench/dcalign_sweep (default: build)
 #   DCALIGN_BASELINE   optional build directory of an earlier commit's dcalign_sweep
 #   OUT                output directory (default: bench/results/issue9)
+#   L_REPS             timed runs at the l = 950 point (default 10)
 #
 # OpenBLAS 0.3.21 (Debian 12) does not recognise the newest Xeons and falls back to its generic
 # "Prescott" kernels, which run DGEMM at a quarter of the AVX-512 speed. Unless the caller set
@@ -34,7 +35,7 @@ run() {  # run SWEEP_BINARY PEERS TAG [extra options]
     --out "$out/${tag}_a.json"
   "$sweep" --sweep c --values 1000 --a 1000 --l 50 --repetitions 20 "${common[@]}" \
     --out "$out/${tag}_c.json"
-  "$sweep" --sweep l --values 950 --a 1000 --c 50 --repetitions 10 "${common[@]}" \
+  "$sweep" --sweep l --values 950 --a 1000 --c 50 --repetitions "${L_REPS:-10}" "${common[@]}" \
     --out "$out/${tag}_l.json"
 }
 

@@ -193,9 +193,34 @@ void CpuPrimitives<T>::gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, Matrix
   if (k != kb || C.rows() != m || C.cols() != n)
     throw InvalidInput("gemm: inner or outer dimensions do not match (internal error)");
   if (m == 0 || n == 0) return;
-  cpu::gemm(at, bt, li(m), li(n), li(k), alpha, A.data(), li(std::max<index_t>(A.ld(), 1)),
-            B.data(), li(std::max<index_t>(B.ld(), 1)), beta, C.data(),
-            li(std::max<index_t>(C.ld(), 1)));
+  const lapack_int lda = li(std::max<index_t>(A.ld(), 1)), ldb = li(std::max<index_t>(B.ld(), 1)),
+                   ldc = li(std::max<index_t>(C.ld(), 1));
+  // Large products are split over this backend's OpenMP threads, each running single-threaded
+  // BLAS on a slab of C, rather than handed to OpenBLAS's own thread pool: the two pools spin
+  // on the same cores between the many small parallel loops of a method, which measured 3x
+  // slower at (a, l, c) = (1000, 50, 50) than one pool (bench/results/issue9).
+  const int nt = omp_in_parallel() ? 1 : threads_;
+  const bool rows = m >= n;
+  const index_t total = rows ? m : n;
+  if (nt > 1 && 2.0 * double(m) * double(n) * double(k) >= 4e6 && total >= 16 * nt) {
+    BlasThreads one(1);
+#pragma omp parallel num_threads(nt)
+    {
+      const index_t parts = omp_get_num_threads();
+      const index_t chunk = ((total + parts - 1) / parts + 7) / 8 * 8;
+      const index_t b = omp_get_thread_num() * chunk, e = std::min(total, b + chunk);
+      if (b < e) {
+        if (rows)  // rows b..e of C are rows b..e of op(A)
+          cpu::gemm(at, bt, li(e - b), li(n), li(k), alpha, A.data() + (at ? b * lda : b), lda,
+                    B.data(), ldb, beta, C.data() + b, ldc);
+        else  // columns b..e of C are columns b..e of op(B)
+          cpu::gemm(at, bt, li(m), li(e - b), li(k), alpha, A.data(), lda,
+                    B.data() + (bt ? b : b * ldb), ldb, beta, C.data() + b * ldc, ldc);
+      }
+    }
+    return;
+  }
+  cpu::gemm(at, bt, li(m), li(n), li(k), alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
 }
 
 template <typename T>
