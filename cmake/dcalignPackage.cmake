@@ -8,8 +8,9 @@
 #
 # Components, one export set each, so that a project that only aligns needs neither LibTorch
 # nor LIBSVM: the core dcalign::dcalign (alignment, user side, NPY) is always imported; data
-# (dcalign::data), learn (dcalign::learn) and experiment (dcalign::experiment) only when asked
-# for, each with the find_dependency calls of its own link interface (cmake/dcalignConfig.cmake.in).
+# (dcalign::data), learn (dcalign::learn), torch (dcalign::torch, the LibTorch tensor API) and
+# experiment (dcalign::experiment) only when asked for, each with the find_dependency calls of
+# its own link interface (cmake/dcalignConfig.cmake.in).
 include(CMakePackageConfigHelpers)
 
 set(DCALIGN_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/dcalign"
@@ -28,6 +29,7 @@ export(EXPORT dcalignTargets NAMESPACE dcalign::
 set(dcalign_optional_layers
     "data dcalign_data data.hpp"
     "learn dcalign_learn learn.hpp"
+    "torch dcalign_torch torch.hpp"
     "experiment dcalign_experiment experiment.hpp")
 set(DCALIGN_PACKAGE_COMPONENTS "")
 set(dcalign_header_excludes "")

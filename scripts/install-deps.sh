@@ -10,6 +10,7 @@ PKGS=(
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev zlib1g-dev
   libsvm-dev libtorch-dev libssl-dev
   python3 python3-numpy python3-matplotlib
+  python3-dev python3-venv python3-pip
 )
 
 missing=()

@@ -1,0 +1,296 @@
+"""dcalign: Data Collaboration analysis from Python.
+
+Analyst side
+    align(anchors, method="odc", **options) -> (G, report)
+    Aligner: fit on the first users, enroll users who join later, save / load.
+
+User side
+    make_anchor, secret_basis, release (and transform, top_right_singular_vectors).
+
+Layout. dcalign stores each matrix column-major and the anchor stack (c, a, l) back to back. A
+NumPy array of shape (c, a, l) whose every slice A[i] is Fortran-ordered and whose slices are
+contiguous (strides (a*l*s, s, a*s), e.g. ``as_stack(A)``, which is
+``np.ascontiguousarray(A.transpose(0, 2, 1)).transpose(0, 2, 1)``) is passed to the library without a copy; any other layout or dtype
+conversion costs one copy. ``report["input_copied"]`` says which happened. G comes back in the
+same layout, shape (c, l, l), with A[i] @ G[i] the aligned anchor of user i.
+
+Errors. Bad input (shapes, NaN, unknown option values) raises ValueError with the library's
+message; unknown option names or options of the wrong type raise TypeError; file errors raise
+OSError; a numerical failure raises dcalign.NumericalError (a subclass of both ArithmeticError
+and ValueError); an unavailable backend (e.g. device="cuda" without CUDA) raises RuntimeError.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, Optional, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import NumericalError, cuda_available
+
+__all__ = [
+    "align",
+    "Aligner",
+    "as_stack",
+    "make_anchor",
+    "secret_basis",
+    "release",
+    "transform",
+    "top_right_singular_vectors",
+    "NumericalError",
+    "cuda_available",
+]
+__version__ = "0.2.0"
+
+ArrayLike = Any  # numpy.ndarray, or a CPU torch.Tensor when torch is installed
+
+
+def _is_torch(x: Any) -> bool:
+    mod = type(x).__module__
+    if not mod.startswith("torch"):
+        return False
+    try:
+        import torch  # noqa: F401
+    except ImportError:  # pragma: no cover
+        return False
+    return isinstance(x, torch.Tensor)
+
+
+def _to_numpy(x: Any, what: str) -> Tuple[np.ndarray, bool]:
+    """(array, was_torch). A CPU tensor is viewed through .numpy() without a copy."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(
+                f"{what}: tensor on device '{x.device}'; the Python bindings take CPU tensors "
+                "(move it with .cpu())"
+            )
+        return x.detach().numpy(), True
+    return np.asarray(x), False
+
+
+def _precision(x: np.ndarray, what: str) -> str:
+    if x.dtype.kind == "f" and x.dtype.itemsize == 8:
+        return "f64"
+    if x.dtype.kind == "f" and x.dtype.itemsize == 4:
+        return "f32"
+    raise ValueError(f"{what} must be float32 or float64, got dtype {x.dtype}")
+
+
+def _float_dtype(x: np.ndarray) -> str:
+    """User-side functions: float32 stays float32, everything else is computed in float64."""
+    return "f32" if x.dtype == np.float32 else "f64"
+
+
+def _out(x: np.ndarray, as_torch: bool):
+    if as_torch:
+        import torch
+
+        return torch.from_numpy(x)
+    return x
+
+
+def as_stack(anchors: ArrayLike) -> np.ndarray:
+    """The anchors (c, a, l) in dcalign's layout (each A[i] Fortran-ordered, slices back to
+    back), copying only when needed. align() takes such an array without a copy."""
+    x = np.asarray(anchors)
+    if x.ndim != 3:
+        raise ValueError(f"anchors must be a 3-D array (c, a, l), got {x.ndim} dimensions")
+    return x if _dc(x) else np.ascontiguousarray(x.transpose(0, 2, 1)).transpose(0, 2, 1)
+
+
+def _dc(x: np.ndarray) -> bool:
+    if x.dtype == np.float64:
+        return _core._dc_layout_f64(x)
+    if x.dtype == np.float32:
+        return _core._dc_layout_f32(x)
+    return False
+
+
+def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any, Dict[str, Any]]:
+    """Change-of-basis matrices G_i for the released anchors A_i.
+
+    Parameters
+    ----------
+    anchors : array (c, a, l), float32 or float64 (the precision of the computation); a NumPy
+        array or a CPU torch.Tensor. Each A[i] Fortran-ordered with slices back to back is read
+        in place; any other layout is copied once.
+    method : "odc" | "imakura" | "kawakami" | "gopp"
+    **options : the long options of ``dcalign align`` with underscores:
+        seed (int), reference_user (int, 0-based), target_rotation ("haar" | "identity"),
+        rotation (l x l array O), target (a x l array Z), right ("identity" | "uniform"),
+        svd ("exact" | "randomized"), oversampling (int), power_iterations (int),
+        kawakami_form ("qr-svd" | "eigen"), gopp_init ("spectral" | "odc"),
+        gopp_tolerance (float), gopp_max_iterations (int), polar ("auto" | "svd" |
+        "iterative"), threads (int, 0: all cores), device ("cpu" | "cuda"),
+        evaluate (bool, default True; the CLI's --no-evaluate is evaluate=False),
+        consensus (bool).
+
+    Returns
+    -------
+    (G, report): G of shape (c, l, l) in the anchors' dtype (a torch tensor for a tensor input)
+    with A[i] @ G[i] the aligned anchor of user i; report, the dict of AlignReport::to_json
+    (the keys of ``dcalign align --report``) plus ``input_copied`` (bool).
+    """
+    x, was_torch = _to_numpy(anchors, "anchors")
+    prec = _precision(x, "anchors")
+    if x.ndim != 3:
+        raise ValueError(f"anchors must be a 3-D array (c, a, l), got {x.ndim} dimensions")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, got {type(method).__name__}")
+    fn = _core._align_f64 if prec == "f64" else _core._align_f32
+    G, report_json, _address, copied = fn(x, method, options)
+    report = json.loads(report_json)
+    report["input_copied"] = bool(copied)
+    return _out(G, was_torch), report
+
+
+def _buffer_address_used(anchors: ArrayLike, method: str = "odc", **options: Any) -> int:
+    """Test hook: the address of the buffer the library read the anchors from."""
+    x, _ = _to_numpy(anchors, "anchors")
+    fn = _core._align_f64 if _precision(x, "anchors") == "f64" else _core._align_f32
+    return int(fn(x, method, options)[2])
+
+
+class Aligner:
+    """Fits on the anchors of the first c users and aligns users who join later (enroll) from
+    their A_new alone, without changing anyone else's G_i (C++ dcalign::Aligner).
+
+    >>> model = Aligner()
+    >>> G, report = model.fit(A, method="odc", target_rotation="identity")
+    >>> G_new, enrol_report = model.enroll(A_new)     # (a, l) -> (l, l); (k, a, l) -> (k, l, l)
+    >>> model.save("model"); model = Aligner.load("model")
+
+    fit() copies the anchors once into the library's Stack (the C++ Aligner takes a Stack).
+    """
+
+    def __init__(self) -> None:
+        self._impl: Any = None
+        self._torch = False
+
+    @property
+    def fitted(self) -> bool:
+        return self._impl is not None and self._impl.fitted
+
+    def _require(self) -> Any:
+        if self._impl is None:
+            raise ValueError("Aligner: not fitted; call fit() or Aligner.load() first")
+        return self._impl
+
+    def fit(self, anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any, Dict[str, Any]]:
+        """Aligns the first c users (exactly align(anchors, method, **options)) and keeps the
+        target for enrolment. Returns (G, report) like align()."""
+        x, was_torch = _to_numpy(anchors, "anchors")
+        prec = _precision(x, "anchors")
+        if x.ndim != 3:
+            raise ValueError(f"anchors must be a 3-D array (c, a, l), got {x.ndim} dimensions")
+        impl = _core._AlignerF64() if prec == "f64" else _core._AlignerF32()
+        G, report_json = impl.fit(x, method, options)
+        self._impl, self._torch = impl, was_torch
+        report = json.loads(report_json)
+        report["input_copied"] = True
+        return _out(G, was_torch), report
+
+    def enroll(self, A_new: ArrayLike, threads: int = 0) -> Tuple[Any, Dict[str, Any]]:
+        """G_new for one new user (A_new: (a, l) -> (l, l)) or k users ((k, a, l) -> (k, l, l)),
+        and the enrolment report (residual, relative_residual, orthogonality_error, rank_ratio
+        per user, seconds). A_new is converted to the model's precision."""
+        impl = self._require()
+        x, was_torch = _to_numpy(A_new, "A_new")
+        want = np.float64 if isinstance(impl, _core._AlignerF64) else np.float32
+        if x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):
+            raise ValueError(f"A_new must be float32 or float64, got dtype {x.dtype}")
+        x = x.astype(want, copy=False)
+        G, report_json = impl.enroll(x, int(threads))
+        return _out(G, was_torch), json.loads(report_json)
+
+    def save(self, path: Union[str, os.PathLike]) -> None:
+        """Writes the model directory (model.json + target.npy) atomically."""
+        self._require().save(os.fspath(path))
+
+    @classmethod
+    def load(cls, path: Union[str, os.PathLike]) -> "Aligner":
+        """Reads a model written by save() (OSError for a missing, truncated or inconsistent
+        model)."""
+        p = os.fspath(path)
+        prec = _core._model_precision(p)
+        impl_cls = _core._AlignerF64 if prec == "float64" else _core._AlignerF32
+        self = cls()
+        self._impl = impl_cls.load(p)
+        return self
+
+    @property
+    def method(self) -> str:
+        return self._require().method
+
+    @property
+    def users(self) -> int:
+        return self._require().users
+
+    @property
+    def anchor_rows(self) -> int:
+        return self._require().anchor_rows
+
+    @property
+    def dim(self) -> int:
+        return self._require().dim
+
+    @property
+    def precision(self) -> str:
+        return "float64" if isinstance(self._require(), _core._AlignerF64) else "float32"
+
+    @property
+    def target(self) -> np.ndarray:
+        """The kept target Z (a, l) (Kawakami-DC: Zbar)."""
+        return self._require().target
+
+
+# ---------------------------------------------------------------- user side
+
+
+def make_anchor(rows: int, features: int, kind: str = "uniform", seed: int = 0,
+                dtype: Any = np.float64) -> np.ndarray:
+    """The shared anchor A (rows, features), regenerated by every user from the same seed.
+    kind: "uniform" | "normal"."""
+    dt = np.dtype(dtype)
+    if dt == np.float64:
+        return _core._make_anchor_f64(int(rows), int(features), kind, int(seed))
+    if dt == np.float32:
+        return _core._make_anchor_f32(int(rows), int(features), kind, int(seed))
+    raise ValueError(f"dtype must be float32 or float64, got {dt}")
+
+
+def secret_basis(X: ArrayLike, l: int, mixing: str = "haar", seed: int = 0, center: bool = False,
+                 subspace: Optional[ArrayLike] = None) -> Any:
+    """A user's secret basis F = V E (m, l): V the top-l right singular vectors of the private
+    data X (n, m) (centred with center=True), or the given subspace basis V (m, l) (e.g. user
+    1's, for the SameSpan conditions); E drawn by mixing ("haar" | "uniform") from seed."""
+    x, was_torch = _to_numpy(X, "X")
+    sub = None if subspace is None else _to_numpy(subspace, "subspace")[0]
+    fn = _core._secret_basis_f32 if _float_dtype(x) == "f32" else _core._secret_basis_f64
+    return _out(fn(x, int(l), mixing, int(seed), bool(center), sub), was_torch)
+
+
+def release(X: ArrayLike, F: ArrayLike) -> Any:
+    """The released representation X F of data X (n, m) with the secret basis F (m, l): a
+    user's data (X~_i = X_i F_i) or the shared anchor (A_i = A F_i)."""
+    x, was_torch = _to_numpy(X, "X")
+    f, _ = _to_numpy(F, "F")
+    fn = _core._release_f32 if _float_dtype(x) == "f32" else _core._release_f64
+    return _out(fn(x, f), was_torch)
+
+
+def transform(X_released: ArrayLike, G: ArrayLike) -> Any:
+    """X~ G: a user's released data (n, l) in the collaboration space, G (l, l) from align()."""
+    x, was_torch = _to_numpy(X_released, "X")
+    g, _ = _to_numpy(G, "G")
+    fn = _core._transform_f32 if _float_dtype(x) == "f32" else _core._transform_f64
+    return _out(fn(x, g), was_torch)
+
+
+def top_right_singular_vectors(X: ArrayLike, l: int, center: bool = False) -> Any:
+    """Top-l right singular vectors (m, l) of X (n, m), signs fixed (largest entry positive)."""
+    x, was_torch = _to_numpy(X, "X")
+    fn = _core._top_right_f32 if _float_dtype(x) == "f32" else _core._top_right_f64
+    return _out(fn(x, int(l), bool(center)), was_torch)

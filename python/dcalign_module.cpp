@@ -1,0 +1,483 @@
+// dcalign._core: the C++ half of the Python module dcalign (python/dcalign/__init__.py wraps it).
+//
+// Layout. dcalign stores each matrix column-major and a stack of c matrices (a x l) back to back,
+// so a NumPy array of shape (c, a, l) with byte strides (a*l*s, s, a*s) (each A[i]
+// Fortran-ordered, slices back to back) IS a dcalign stack: align() then hands its buffer to
+// align_resident on the CPU backend's primitives without any copy. Any other layout is copied
+// once into a dcalign Stack. G is returned in the same layout, shape (c, l, l), so that
+// A[i] @ G[i] is user i's aligned anchor.
+//
+// Errors. dcalign::InvalidInput -> ValueError, IoError -> OSError, NumericalError ->
+// dcalign.NumericalError (a subclass of both ArithmeticError and ValueError), BackendError and
+// any other dcalign::Error -> RuntimeError; unknown option names and options of the wrong type ->
+// TypeError.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "dcalign/align.hpp"
+#include "dcalign/aligner.hpp"
+#include "dcalign/backend.hpp"
+#include "dcalign/error.hpp"
+#include "dcalign/matrix.hpp"
+#include "dcalign/polar.hpp"
+#include "dcalign/user.hpp"
+
+namespace py = pybind11;
+using namespace dcalign;
+
+namespace {
+
+PyObject* g_numerical_error = nullptr;
+
+// ---------------------------------------------------------------- options
+
+struct CallOptions {
+  AlignOptions align;
+  int threads = 0;
+  std::string device = "cpu";
+};
+
+[[noreturn]] void type_error(const std::string& name, const char* expected, py::handle v) {
+  throw py::type_error("option '" + name + "' must be " + expected + ", got " +
+                       std::string(py::str(py::type::of(v).attr("__name__"))));
+}
+
+long long get_int(const std::string& name, py::handle v, long long min_value) {
+  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) type_error(name, "an int", v);
+  py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+  if (!i) throw py::error_already_set();
+  int overflow = 0;
+  const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+  if (overflow != 0 || x < min_value)
+    throw py::value_error("option '" + name + "' must be an integer >= " +
+                          std::to_string(min_value) + ", got " + std::string(py::str(v)));
+  return x;
+}
+
+double get_float(const std::string& name, py::handle v) {
+  if (PyBool_Check(v.ptr()) ||
+      !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()) || py::hasattr(v, "__float__")))
+    type_error(name, "a float", v);
+  return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v)));
+}
+
+std::string get_str(const std::string& name, py::handle v) {
+  if (!py::isinstance<py::str>(v)) type_error(name, "a str", v);
+  return py::cast<std::string>(v);
+}
+
+bool get_bool(const std::string& name, py::handle v) {
+  if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
+  // numpy.bool_
+  if (py::hasattr(v, "dtype") && std::string(py::str(v.attr("dtype"))) == "bool")
+    return py::cast<bool>(py::bool_(py::reinterpret_borrow<py::object>(v)));
+  type_error(name, "a bool", v);
+}
+
+template <typename T>
+Matrix<T> to_matrix(py::handle v, const std::string& what) {
+  auto a = py::array_t<T, py::array::f_style | py::array::forcecast>::ensure(v);
+  if (!a) throw py::type_error(what + " must be a 2-D array of numbers");
+  if (a.ndim() != 2)
+    throw py::value_error(what + " must be a 2-D array, got " + std::to_string(a.ndim()) +
+                          " dimensions");
+  const index_t rows = a.shape(0), cols = a.shape(1);
+  return Matrix<T>(rows, cols, std::vector<T>(a.data(), a.data() + rows * cols));
+}
+
+CallOptions parse_options(const std::string& method, const py::dict& kw) {
+  CallOptions o;
+  AlignOptions& a = o.align;
+  a.method = parse_method(method);
+  std::string target_rotation = "haar", svd = "exact";
+  bool have_rotation = false;
+  for (auto item : kw) {
+    const std::string k = py::cast<std::string>(item.first);
+    py::handle v = item.second;
+    if (k == "seed") {
+      a.seed = static_cast<std::uint64_t>(get_int(k, v, 0));
+    } else if (k == "reference_user") {
+      a.reference_user = get_int(k, v, 0);
+    } else if (k == "target_rotation") {
+      target_rotation = get_str(k, v);
+    } else if (k == "right") {
+      a.right = parse_right_factor(get_str(k, v));
+    } else if (k == "svd") {
+      svd = get_str(k, v);
+    } else if (k == "oversampling") {
+      a.svd.oversampling = get_int(k, v, 0);
+    } else if (k == "power_iterations") {
+      a.svd.power_iterations = static_cast<int>(get_int(k, v, 0));
+    } else if (k == "kawakami_form") {
+      a.kawakami_form = parse_kawakami_form(get_str(k, v));
+    } else if (k == "gopp_init") {
+      a.gopp_init = parse_gopp_init(get_str(k, v));
+    } else if (k == "gopp_tolerance") {
+      a.gopp_tolerance = get_float(k, v);
+    } else if (k == "gopp_max_iterations") {
+      a.gopp_max_iterations = get_int(k, v, 1);
+    } else if (k == "polar") {
+      a.polar = parse_polar_method(get_str(k, v));
+    } else if (k == "threads") {
+      o.threads = static_cast<int>(get_int(k, v, 0));
+    } else if (k == "device") {
+      o.device = get_str(k, v);
+    } else if (k == "evaluate") {
+      a.evaluate = get_bool(k, v);
+    } else if (k == "consensus") {
+      a.evaluate_consensus = get_bool(k, v);
+    } else if (k == "rotation") {
+      if (!v.is_none()) {
+        a.rotation_matrix = to_matrix<double>(v, "option 'rotation'");
+        have_rotation = true;
+      }
+    } else if (k == "target") {
+      if (!v.is_none()) a.target = to_matrix<double>(v, "option 'target'");
+    } else {
+      throw py::type_error("align() got an unexpected keyword argument '" + k +
+                           "' (options are the long options of `dcalign align` with "
+                           "underscores, e.g. target_rotation)");
+    }
+  }
+  // As `dcalign align` (src/cli/align_command.cpp).
+  a.rotation = parse_target_rotation(target_rotation);
+  if (have_rotation) a.rotation = TargetRotation::supplied;
+  if (svd != "exact" && svd != "randomized")
+    throw InvalidInput("unknown svd '" + svd + "'; expected exact or randomized");
+  a.svd.algorithm = svd == "randomized" ? SvdAlgorithm::randomized : SvdAlgorithm::exact;
+  a.svd.seed = a.seed ^ 0x5eedULL;
+  return o;
+}
+
+std::shared_ptr<Backend> backend_for(const CallOptions& o) {
+  BackendOptions bo;
+  bo.threads = o.threads;
+  return make_backend(parse_device(o.device), bo);
+}
+
+// ---------------------------------------------------------------- arrays
+
+/// Whether x (shape [count,] rows, cols) is laid out as a contiguous dcalign stack/matrix of T:
+/// element (k, i, j) at byte offset (k*rows*cols + i + j*rows) * sizeof(T).
+template <typename T>
+bool dc_layout(const py::array& x) {
+  const auto nd = x.ndim();
+  if (nd < 2) return false;
+  if (reinterpret_cast<std::uintptr_t>(x.data()) % alignof(T) != 0) return false;
+  const py::ssize_t s = sizeof(T);
+  const py::ssize_t rows = x.shape(nd - 2), cols = x.shape(nd - 1);
+  py::ssize_t expected[3] = {rows * cols * s, s, rows * s};
+  for (py::ssize_t d = 0; d < nd; ++d) {
+    const py::ssize_t e = expected[3 - nd + d];
+    if (x.shape(d) > 1 && x.strides(d) != e) return false;
+  }
+  return true;
+}
+
+/// x itself when its dtype is T (native byte order), else a converted copy.
+template <typename T>
+py::array as_dtype(const py::array& x) {
+  if (py::isinstance<py::array_t<T>>(x)) return x;
+  auto y = py::array_t<T, py::array::forcecast>::ensure(x);
+  if (!y)
+    throw py::type_error("cannot convert the array to " +
+                         std::string(sizeof(T) == 8 ? "float64" : "float32"));
+  return std::move(y);
+}
+
+/// Copies x (shape [count,] rows, cols, any strides, dtype T) into dst in dcalign's layout.
+template <typename T>
+void copy_to_dc(const py::array& x, T* dst) {
+  const auto nd = x.ndim();
+  const index_t count = nd == 3 ? x.shape(0) : 1, rows = x.shape(nd - 2), cols = x.shape(nd - 1);
+  const py::ssize_t sk = nd == 3 ? x.strides(0) : 0, si = x.strides(nd - 2), sj = x.strides(nd - 1);
+  const char* base = static_cast<const char*>(x.data());
+  constexpr index_t B = 32;  // row blocks: reads along j, writes stay within B-row stripes
+  for (index_t k = 0; k < count; ++k) {
+    T* d = dst + k * rows * cols;
+    const char* src = base + k * sk;
+    for (index_t i0 = 0; i0 < rows; i0 += B) {
+      const index_t i1 = std::min(rows, i0 + B);
+      for (index_t i = i0; i < i1; ++i)
+        for (index_t j = 0; j < cols; ++j) {
+          T v;
+          std::memcpy(&v, src + i * si + j * sj, sizeof(T));
+          d[i + j * rows] = v;
+        }
+    }
+  }
+}
+
+template <typename T>
+py::array_t<T> new_stack_array(index_t count, index_t rows, index_t cols) {
+  const py::ssize_t s = sizeof(T);
+  return py::array_t<T>({py::ssize_t(count), py::ssize_t(rows), py::ssize_t(cols)},
+                        {py::ssize_t(rows * cols) * s, s, py::ssize_t(rows) * s});
+}
+
+template <typename T>
+py::array_t<T> matrix_to_array(const Matrix<T>& m) {
+  const py::ssize_t s = sizeof(T);
+  py::array_t<T> out({py::ssize_t(m.rows()), py::ssize_t(m.cols())},
+                     {s, py::ssize_t(m.rows()) * s});
+  if (m.size() > 0) std::memcpy(out.mutable_data(), m.data(), sizeof(T) * m.size());
+  return out;
+}
+
+template <typename T>
+py::array_t<T> stack_to_array(const Stack<T>& st) {
+  auto out = new_stack_array<T>(st.count(), st.rows(), st.cols());
+  if (st.size() > 0) std::memcpy(out.mutable_data(), st.data(), sizeof(T) * st.size());
+  return out;
+}
+
+void require_ndim(const py::array& x, int nd, const char* what) {
+  if (x.ndim() != nd)
+    throw py::value_error(std::string(what) + " must be a " + std::to_string(nd) +
+                          "-D array, got shape with " + std::to_string(x.ndim()) + " dimensions");
+}
+
+template <typename T>
+Stack<T> to_stack(const py::array& x0) {
+  const py::array x = as_dtype<T>(x0);
+  require_ndim(x, 3, "anchors (c, a, l)");
+  Stack<T> st(x.shape(0), x.shape(1), x.shape(2));
+  copy_to_dc<T>(x, st.data());
+  return st;
+}
+
+template <typename T>
+Matrix<T> to_dc_matrix(const py::array& x0, const char* what) {
+  const py::array x = as_dtype<T>(x0);
+  require_ndim(x, 2, what);
+  Matrix<T> m(x.shape(0), x.shape(1));
+  copy_to_dc<T>(x, m.data());
+  return m;
+}
+
+// ---------------------------------------------------------------- align
+
+/// Returns (G, report JSON, address of the anchor buffer the library read, copied).
+template <typename T>
+py::tuple align_impl(const py::array& x0, const std::string& method, const py::dict& kw) {
+  const py::array x = as_dtype<T>(x0);
+  const CallOptions o = parse_options(method, kw);
+  require_ndim(x, 3, "anchors (c, a, l)");
+  const index_t c = x.shape(0), a = x.shape(1), l = x.shape(2);
+  detail::check_shape(c, a, l, "anchors");
+  auto backend = backend_for(o);
+  auto G = new_stack_array<T>(c, l, l);
+  T* g = G.mutable_data();
+  const bool view = dc_layout<T>(x) && backend->device() == Device::cpu;
+  Stack<T> copy;
+  AlignReport report;
+  const T* used = nullptr;
+  {
+    if (view) {
+      used = static_cast<const T*>(x.data());
+      py::gil_scoped_release nogil;
+      report = align_resident(backend->primitives<T>(), StackView<const T>(used, c, a, l),
+                              StackView<T>(g, c, l, l), MatrixView<T>(), o.align);
+    } else {
+      copy = Stack<T>(c, a, l);
+      {
+        py::gil_scoped_release nogil;
+        copy_to_dc<T>(x, copy.data());
+      }
+      used = copy.data();
+      py::gil_scoped_release nogil;
+      if (backend->device() == Device::cpu) {
+        report = align_resident(backend->primitives<T>(), std::as_const(copy).view(),
+                                StackView<T>(g, c, l, l), MatrixView<T>(), o.align);
+      } else {
+        Alignment<T> res = align(copy, o.align, *backend);
+        std::memcpy(g, res.G.data(), sizeof(T) * res.G.size());
+        report = std::move(res.report);
+      }
+    }
+  }
+  return py::make_tuple(G, report.to_json(-1), reinterpret_cast<std::uintptr_t>(used),
+                        !view || !x.is(x0));
+}
+
+// ---------------------------------------------------------------- user side
+
+template <typename T>
+py::array_t<T> make_anchor_impl(index_t rows, index_t features, const std::string& kind,
+                                std::uint64_t seed) {
+  return matrix_to_array(make_anchor<T>(rows, features, parse_anchor_kind(kind), seed));
+}
+
+Mixing parse_mixing(const std::string& s) {
+  if (s == "haar") return Mixing::haar;
+  if (s == "uniform") return Mixing::uniform;
+  throw InvalidInput("unknown mixing '" + s + "'; expected haar or uniform");
+}
+
+template <typename T>
+py::array_t<T> secret_basis_impl(const py::array& X, index_t l, const std::string& mixing,
+                                 std::uint64_t seed, bool center, const py::object& subspace) {
+  User<T> user(to_dc_matrix<T>(X, "X (n, m)"));
+  if (subspace.is_none()) {
+    user.choose_secret_basis(l, parse_mixing(mixing), seed, center);
+  } else {
+    const Matrix<T> V = to_matrix<T>(subspace, "subspace (m, l)");
+    user.choose_secret_basis_in(V, parse_mixing(mixing), seed);
+  }
+  return matrix_to_array(user.reveal_secret_basis());
+}
+
+template <typename T>
+py::array_t<T> top_right_impl(const py::array& X, index_t l, bool center) {
+  return matrix_to_array(top_right_singular_vectors<T>(to_dc_matrix<T>(X, "X (n, m)"), l, center));
+}
+
+/// X F on the CPU backend's GEMM (X: n x m, F: m x l).
+template <typename T>
+py::array_t<T> release_impl(const py::array& X, const py::array& F) {
+  const Matrix<T> x = to_dc_matrix<T>(X, "X (n, m)");
+  const Matrix<T> f = to_dc_matrix<T>(F, "F (m, l)");
+  if (f.rows() != x.cols())
+    throw InvalidInput("release: X is " + std::to_string(x.rows()) + " x " +
+                       std::to_string(x.cols()) + " but F is " + std::to_string(f.rows()) + " x " +
+                       std::to_string(f.cols()) + "; expected F with " + std::to_string(x.cols()) +
+                       " rows (one per feature of X)");
+  Matrix<T> out(x.rows(), f.cols());
+  if (out.size() > 0) {
+    auto backend = make_backend(Device::cpu);
+    py::gil_scoped_release nogil;
+    backend->primitives<T>().gemm(Op::none, Op::none, T(1), x.view(), f.view(), T(0), out.view());
+  }
+  return matrix_to_array(out);
+}
+
+template <typename T>
+py::array_t<T> transform_impl(const py::array& X, const py::array& G) {
+  return matrix_to_array(
+      apply_change_of_basis<T>(to_dc_matrix<T>(X, "X (n, l)"), to_dc_matrix<T>(G, "G (l, l)")));
+}
+
+// ---------------------------------------------------------------- Aligner
+
+template <typename T>
+void bind_aligner(py::module_& m, const char* name) {
+  using A = Aligner<T>;
+  py::class_<A>(m, name)
+      .def(py::init<>())
+      .def("fit",
+           [](A& self, const py::array& x, const std::string& method, const py::dict& kw) {
+             const CallOptions o = parse_options(method, kw);
+             Stack<T> st = to_stack<T>(x);  // the one copy: an Aligner takes a Stack
+             auto backend = backend_for(o);
+             Alignment<T> res;
+             {
+               py::gil_scoped_release nogil;
+               res = self.fit(st, o.align, *backend);
+             }
+             return py::make_tuple(stack_to_array(res.G), res.report.to_json(-1));
+           })
+      .def("enroll",
+           [](const A& self, const py::array& x, int threads) {
+             BackendOptions bo;
+             bo.threads = threads;
+             auto backend = make_backend(Device::cpu, bo);
+             if (x.ndim() == 2) {
+               const Matrix<T> mnew = to_dc_matrix<T>(x, "A_new (a, l)");
+               Enrolment<T> e;
+               {
+                 py::gil_scoped_release nogil;
+                 e = self.enroll(mnew, *backend);
+               }
+               return py::make_tuple(matrix_to_array(e.G), e.report.to_json(-1));
+             }
+             if (x.ndim() != 3)
+               throw py::value_error(
+                   "A_new must be (a, l) for one user or (k, a, l) for k users, "
+                   "got " +
+                   std::to_string(x.ndim()) + " dimensions");
+             const Stack<T> snew = to_stack<T>(x);
+             BatchEnrolment<T> e;
+             {
+               py::gil_scoped_release nogil;
+               e = self.enroll(snew, *backend);
+             }
+             return py::make_tuple(stack_to_array(e.G), e.report.to_json(-1));
+           })
+      .def("save", &A::save)
+      .def_static("load", &A::load)
+      .def_property_readonly("fitted", &A::fitted)
+      .def_property_readonly("method", [](const A& s) { return to_string(s.method()); })
+      .def_property_readonly("anchor_rows", &A::anchor_rows)
+      .def_property_readonly("dim", &A::dim)
+      .def_property_readonly("users", &A::users)
+      .def_property_readonly("rank_tolerance", &A::rank_tolerance)
+      .def_property_readonly("target", [](const A& s) { return matrix_to_array(s.target()); });
+}
+
+void throw_for_test(const std::string& kind) {
+  if (kind == "invalid") throw InvalidInput("test: invalid input");
+  if (kind == "io") throw IoError("test: io error");
+  if (kind == "numerical") throw NumericalError("test: numerical error");
+  if (kind == "backend") throw BackendError("test: backend error");
+  if (kind == "error") throw Error("test: error");
+  throw std::invalid_argument("unknown kind " + kind);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "dcalign's C++ core; use the package dcalign.";
+  {
+    py::tuple bases =
+        py::make_tuple(py::handle(PyExc_ArithmeticError), py::handle(PyExc_ValueError));
+    g_numerical_error = PyErr_NewExceptionWithDoc(
+        "dcalign.NumericalError",
+        "A numerical routine failed (dcalign::NumericalError): no convergence, a LAPACK error "
+        "or a non-finite result. Subclass of ArithmeticError and ValueError.",
+        bases.ptr(), nullptr);
+    if (!g_numerical_error) throw py::error_already_set();
+    m.add_object("NumericalError", py::handle(g_numerical_error));
+  }
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InvalidInput& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const IoError& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    } catch (const NumericalError& e) {
+      PyErr_SetString(g_numerical_error, e.what());
+    } catch (const BackendError& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const Error& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+
+  m.def("_align_f64", &align_impl<double>);
+  m.def("_align_f32", &align_impl<float>);
+  m.def("_dc_layout_f64", &dc_layout<double>);
+  m.def("_dc_layout_f32", &dc_layout<float>);
+  m.def("_make_anchor_f64", &make_anchor_impl<double>);
+  m.def("_make_anchor_f32", &make_anchor_impl<float>);
+  m.def("_secret_basis_f64", &secret_basis_impl<double>);
+  m.def("_secret_basis_f32", &secret_basis_impl<float>);
+  m.def("_top_right_f64", &top_right_impl<double>);
+  m.def("_top_right_f32", &top_right_impl<float>);
+  m.def("_release_f64", &release_impl<double>);
+  m.def("_release_f32", &release_impl<float>);
+  m.def("_transform_f64", &transform_impl<double>);
+  m.def("_transform_f32", &transform_impl<float>);
+  m.def("_model_precision", [](const std::string& dir) { return read_model_info(dir).precision; });
+  m.def("_throw_for_test", &throw_for_test);
+  m.def("cuda_available", []() { return cuda_available(); });
+  bind_aligner<double>(m, "_AlignerF64");
+  bind_aligner<float>(m, "_AlignerF32");
+}
