@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -389,6 +390,129 @@ TEST_F(NpyTest, HeaderOfOneDimensionalFileIsReported) {
   const std::string path =
       WriteBytes("1d.npy", NpyFile(Dict("<f8", "(4,)"), F8Bytes({1, 2, 3, 4})));
   EXPECT_EQ(read_npy_header(path).shape, (std::vector<index_t>{4}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Large files: the reader works in blocks (several small matrices, whole rows of a large one, or
+// partial rows of very long rows), transposes them in tiles, and shares the blocks among threads
+// above a few MiB. Shapes are chosen so that no block or tile size divides them; every element
+// is compared with its expected value.
+
+// The value at arr[s, i, j]: pseudo-random, so that a misplaced element shows, and exactly
+// representable in float32, so that the expected value does not depend on the file's dtype.
+double LargeValue(index_t s, index_t i, index_t j) {
+  std::uint64_t h =
+      (static_cast<std::uint64_t>(s) * 1000003u + static_cast<std::uint64_t>(i)) * 1000033u +
+      static_cast<std::uint64_t>(j);
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return static_cast<double>(h & 0xffffff) / 64.0 - 100000.0;
+}
+
+struct LargeCase {
+  index_t c, r, k;
+  bool fortran, f32, big_endian;
+  bool two_d = false;  // write shape (r, k); c must be 1
+};
+
+std::string LargeFileBytes(const LargeCase& t) {
+  const std::string shape = "(" + (t.two_d ? "" : std::to_string(t.c) + ", ") +
+                            std::to_string(t.r) + ", " + std::to_string(t.k) + ")";
+  std::vector<double> values;
+  values.reserve(static_cast<std::size_t>(t.c * t.r * t.k));
+  if (t.fortran) {
+    for (index_t j = 0; j < t.k; ++j)
+      for (index_t i = 0; i < t.r; ++i)
+        for (index_t s = 0; s < t.c; ++s) values.push_back(LargeValue(s, i, j));
+  } else {
+    for (index_t s = 0; s < t.c; ++s)
+      for (index_t i = 0; i < t.r; ++i)
+        for (index_t j = 0; j < t.k; ++j) values.push_back(LargeValue(s, i, j));
+  }
+  const std::string descr = std::string(t.big_endian ? ">" : "<") + (t.f32 ? "f4" : "f8");
+  const std::string data =
+      t.f32 ? F4Bytes(std::vector<float>(values.begin(), values.end()), t.big_endian)
+            : F8Bytes(values, t.big_endian);
+  return NpyFile(Dict(descr, shape, t.fortran), data);
+}
+
+template <typename T>
+::testing::AssertionResult StackHasLargeValues(const Stack<T>& s, const LargeCase& t) {
+  if (s.count() != t.c || s.rows() != t.r || s.cols() != t.k)
+    return ::testing::AssertionFailure()
+           << "shape " << s.count() << " x " << s.rows() << " x " << s.cols();
+  for (index_t k = 0; k < t.c; ++k)
+    for (index_t j = 0; j < t.k; ++j)
+      for (index_t i = 0; i < t.r; ++i)
+        if (s(k, i, j) != static_cast<T>(LargeValue(k, i, j)))
+          return ::testing::AssertionFailure()
+                 << "element (" << k << ", " << i << ", " << j << ") is " << s(k, i, j)
+                 << ", expected " << LargeValue(k, i, j);
+  return ::testing::AssertionSuccess();
+}
+
+TEST_F(NpyTest, LargeStacksInEveryLayout) {
+  const std::vector<std::vector<index_t>> shapes = {
+      {3, 5000, 37},   // float64: 4.4 MB (threads), 2 row blocks per matrix, odd tiles
+      {7, 301, 250},   // Fortran order: one 75250 x 7 matrix in 5 row blocks
+      {2, 17, 17000},  // rows too long for a block: partial-row blocks, 17 rows not a multiple
+      {9000, 3, 5},    // many tiny matrices, several per block; Fortran: 9000-element rows
+      {3, 1, 300000},  // one row per matrix: no transposition
+      {2, 70001, 1},   // one column per matrix: no transposition either
+  };
+  for (const auto& sh : shapes) {
+    for (const auto& [fortran, f32, big_endian] :
+         {std::tuple<bool, bool, bool>{false, false, false},
+          {true, false, false},
+          {false, true, false},
+          {true, true, false},
+          {false, false, true},
+          {true, true, true}}) {
+      const LargeCase t{sh[0], sh[1], sh[2], fortran, f32, big_endian};
+      SCOPED_TRACE(::testing::Message()
+                   << "shape (" << t.c << ", " << t.r << ", " << t.k << ") "
+                   << (big_endian ? ">" : "<") << (f32 ? "f4" : "f8") << (fortran ? " F" : " C"));
+      const std::string path = WriteBytes("large.npy", LargeFileBytes(t));
+      EXPECT_TRUE(StackHasLargeValues(read_npy_stack<double>(path), t));
+      EXPECT_TRUE(StackHasLargeValues(read_npy_stack<float>(path), t));
+    }
+  }
+}
+
+TEST_F(NpyTest, LargeMatricesInBothOrders) {
+  // A matrix is the one-matrix case of the stack reader; Fortran order needs no transposition.
+  for (const bool fortran : {false, true}) {
+    const LargeCase t{1, 1201, 901, fortran, false, false, true};  // 8.7 MB
+    const Matrix<double> m = read_npy_matrix<double>(WriteBytes("m.npy", LargeFileBytes(t)));
+    ASSERT_EQ(m.rows(), 1201);
+    ASSERT_EQ(m.cols(), 901);
+    bool all = true;
+    for (index_t j = 0; j < 901; ++j)
+      for (index_t i = 0; i < 1201; ++i) all = all && m(i, j) == LargeValue(0, i, j);
+    EXPECT_TRUE(all) << (fortran ? "Fortran" : "C") << " order";
+  }
+}
+
+TEST_F(NpyTest, LargeRoundTripMatchesElementwise) {
+  // write_npy (C order) then read: the blocked transpose must put every element where the
+  // element-wise definition does. 5 x 3001 x 93 doubles is 11 MB: several blocks per matrix,
+  // read on all threads.
+  Stack<double> s(5, 3001, 93);
+  for (index_t k = 0; k < s.count(); ++k)
+    for (index_t j = 0; j < s.cols(); ++j)
+      for (index_t i = 0; i < s.rows(); ++i) s(k, i, j) = LargeValue(k, i, j) / 3.0;
+  write_npy(Path("rt.npy"), s.view());
+  const Stack<double> back = read_npy_stack<double>(Path("rt.npy"));
+  ASSERT_EQ(back.count(), 5);
+  ASSERT_EQ(back.rows(), 3001);
+  ASSERT_EQ(back.cols(), 93);
+  EXPECT_TRUE(std::equal(s.data(), s.data() + s.size(), back.data()));
+  const Stack<float> narrow = read_npy_stack<float>(Path("rt.npy"));
+  bool all = true;
+  for (index_t e = 0; e < s.size(); ++e)
+    all = all && narrow.data()[e] == static_cast<float>(s.data()[e]);
+  EXPECT_TRUE(all);
 }
 
 // ---------------------------------------------------------------------------------------------
