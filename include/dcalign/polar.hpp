@@ -37,8 +37,8 @@ template <typename T>
 PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
                           const PolarOptions& opts = {});
 
-/// The path PolarMethod::automatic takes on this device for count matrices of order l
-/// (measured crossovers, README "Polar factor").
-PolarMethod choose_polar_method(Device device, index_t l, index_t count);
+/// The path PolarMethod::automatic takes on this device for count matrices of order l in float
+/// (single_precision) or double (measured crossovers, README "Polar factor").
+PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool single_precision);
 
 }  // namespace dcalign

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <type_traits>
 
 #include "core/polar_scalar.hpp"
 
@@ -31,14 +32,15 @@ std::string to_string(PolarMethod m) {
   return "auto";
 }
 
-PolarMethod choose_polar_method(Device device, index_t l, index_t count) {
+PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool single_precision) {
   (void)count;
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
   if (device == Device::cuda) return PolarMethod::iterative;
-  // CPU: the iteration, with the backend's in-cache Gauss-Jordan inverses, is faster than one
-  // gesdd per matrix from l = 3 to about l = 64 (1.5x at l = 50, kappa ~ 1e3); beyond, LAPACK's
-  // SVD wins (bench/results/polar).
-  return l >= 3 && l <= 64 ? PolarMethod::iterative : PolarMethod::svd;
+  // CPU (bench/results/polar): with the backend's in-cache Gauss-Jordan inverses the iteration
+  // is 1.6-2.7x faster than one gesdd per matrix at l = 16, and in float 1.8-2.1x at l = 50;
+  // in double at l = 50 the two are within 15% either way, and from l = 128 gesdd wins.
+  const index_t largest = single_precision ? 64 : 32;
+  return l >= 3 && l <= largest ? PolarMethod::iterative : PolarMethod::svd;
 }
 
 namespace {
@@ -79,7 +81,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     throw InvalidInput("polar_factor: G must be a contiguous stack of c matrices l x l");
   if (c == 0) return {};
   const PolarMethod method =
-      opts.method == PolarMethod::automatic ? choose_polar_method(p.device(), l, c) : opts.method;
+      opts.method == PolarMethod::automatic ? choose_polar_method(p.device(), l, c, std::is_same_v<T, float>) : opts.method;
   if (method == PolarMethod::svd) {
     // LAPACK's behaviour on NaN is unspecified: find it first with the iteration's own start
     // (an O(l^2) pass per matrix, any layout of M), G serving as the scratch X.
