@@ -149,7 +149,7 @@ TEST_F(Cli, ExperimentRunsThroughItsOwnExecutable) {
             std::string::npos)
       << r.err;
   r = run("experiment");
-  EXPECT_EQ(r.status, static_cast<int>(CLI::ExitCodes::RequiredError)) << r.err;
+  EXPECT_EQ(r.status, 2) << "usage errors exit 2\n" << r.err;
   EXPECT_NE(r.err.find("file is required"), std::string::npos) << r.err;
 }
 
