@@ -80,8 +80,9 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   if (G.count() != c || G.rows() != l || G.cols() != l || !G.contiguous())
     throw InvalidInput("polar_factor: G must be a contiguous stack of c matrices l x l");
   if (c == 0) return {};
-  const PolarMethod method =
-      opts.method == PolarMethod::automatic ? choose_polar_method(p.device(), l, c, std::is_same_v<T, float>) : opts.method;
+  const PolarMethod method = opts.method == PolarMethod::automatic
+                                 ? choose_polar_method(p.device(), l, c, std::is_same_v<T, float>)
+                                 : opts.method;
   if (method == PolarMethod::svd) {
     // LAPACK's behaviour on NaN is unspecified: find it first with the iteration's own start
     // (an O(l^2) pass per matrix, any layout of M), G serving as the scratch X.
