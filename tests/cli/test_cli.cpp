@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_fixture.hpp"
 #include "dcalign/npy.hpp"
 #include "test_util.hpp"
 
@@ -20,35 +21,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status;
-  std::string err;
-};
+using Result = testing::CliResult;
 
-class Cli : public ::testing::Test {
+class Cli : public testing::CliFixture {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dcalign_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  Result run(const std::string& args) const {
-    const std::string err = path("stderr.txt");
-    const std::string cmd =
-        std::string(DCALIGN_CLI_PATH) + " " + args + " 2> " + err + " > " + path("stdout.txt");
-    const int raw = std::system(cmd.c_str());
-    std::ifstream f(err);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), ss.str()};
-  }
   void write_bytes(const std::string& name, const std::string& bytes) const {
     std::ofstream(path(name), std::ios::binary) << bytes;
   }
-  fs::path dir_;
 };
 
 TEST_F(Cli, AlignWritesOrthogonalGAndReport) {

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cli_fixture.hpp"
 #include "dcalign/npy.hpp"
 #include "test_util.hpp"
 
@@ -24,18 +25,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int status;
-  std::string err;
-};
+using Result = testing::CliResult;
 
-class EnrollCli : public ::testing::Test {
+class EnrollCli : public testing::CliFixture {
  protected:
+  EnrollCli() : CliFixture("dcalign_enroll_cli_") {}
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dcalign_enroll_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
+    CliFixture::SetUp();
     // Users 0..4 under SameSpan-Orth; a = 40, l = 4.
     all_ = testing::released_anchors<double>(
         testing::make_synthetic(40, 12, 4, 5, SpanCondition::same_span_orth, 4));
@@ -44,19 +40,6 @@ class EnrollCli : public ::testing::Test {
     write_npy<double>(path("rest.npy"), StackView<const double>(all_[1].data(), 4, 40, 4));
     write_npy<double>(path("user3.npy"), all_[3]);
   }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  Result run(const std::string& args) const {
-    const std::string err = path("stderr.txt");
-    const std::string cmd =
-        std::string(DCALIGN_CLI_PATH) + " " + args + " 2> " + err + " > " + path("stdout.txt");
-    const int raw = std::system(cmd.c_str());
-    std::ifstream f(err);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return {WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw), ss.str()};
-  }
-  fs::path dir_;
   Stack<double> all_;
 };
 
