@@ -1,14 +1,56 @@
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
+#include "io/staged_outputs.hpp"
 
 namespace dcalign::cli {
 namespace {
+
+// Rejects, before any work, a command line that cannot mean what it says: a numeric option out
+// of its range, or an option the chosen method would ignore. Only options the user gave count
+// (cmd.count), so the defaults of other methods' options never trip it.
+void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
+  const auto range = [](const std::string& opt, const std::string& value,
+                        const std::string& expected) {
+    throw UsageError(opt + " " + value + " is out of range: expected " + expected);
+  };
+  if (a.oversampling < 0) range("--oversampling", std::to_string(a.oversampling), ">= 0");
+  if (a.power_iterations < 0)
+    range("--power-iterations", std::to_string(a.power_iterations), ">= 0");
+  if (!std::isfinite(a.gopp_tolerance) || a.gopp_tolerance < 0)
+    range("--gopp-tolerance", std::to_string(a.gopp_tolerance), "a finite number >= 0");
+  if (a.gopp_max_iterations < 1)
+    range("--gopp-max-iterations", std::to_string(a.gopp_max_iterations), ">= 1");
+  if (a.reference_user < 0) range("--reference-user", std::to_string(a.reference_user), ">= 0");
+  check_threads(a.threads);
+
+  const Method m = parse_method(a.method);
+  const std::string name = to_string(m);
+  const auto only_for = [&](const char* opt, std::initializer_list<Method> methods,
+                            const char* used_by) {
+    if (cmd.count(opt) == 0) return;
+    for (Method u : methods)
+      if (u == m) return;
+    throw UsageError(std::string(opt) + " is not used by method " + name + " (only by " + used_by +
+                     "); remove it or choose that method");
+  };
+  only_for("--target", {Method::odc, Method::gopp}, "odc and gopp");
+  only_for("--rotation", {Method::odc, Method::gopp}, "odc and gopp");
+  only_for("--target-rotation", {Method::odc, Method::gopp}, "odc and gopp");
+  only_for("--right", {Method::imakura}, "imakura");
+  only_for("--kawakami-form", {Method::kawakami}, "kawakami");
+  for (const char* opt : {"--gopp-init", "--gopp-tolerance", "--gopp-max-iterations"})
+    only_for(opt, {Method::gopp}, "gopp");
+  // Kawakami-DC has no target matrix Z to write.
+  only_for("--target-out", {Method::odc, Method::gopp, Method::imakura}, "odc, gopp and imakura");
+}
 
 AlignOptions make_options(const AlignArgs& a) {
   AlignOptions o;
@@ -41,6 +83,14 @@ AlignOptions make_options(const AlignArgs& a) {
 template <typename T>
 void run(const AlignArgs& a) {
   const AlignOptions opts = make_options(a);
+  // Every output goes to a temporary beside it and is renamed into place only once the whole
+  // run has succeeded; a failure changes no existing file (--model-out: Aligner::save is atomic).
+  io::StagedOutputs outputs;
+  const std::string out_tmp = outputs.stage(a.out, "--out");
+  const std::string target_tmp =
+      a.target_out.empty() ? std::string() : outputs.stage(a.target_out, "--target-out");
+  const std::string report_tmp =
+      a.report.empty() ? std::string() : outputs.stage(a.report, "--report");
   BackendOptions bo;
   bo.threads = a.threads;
   auto backend = make_backend(parse_device(a.device), bo);
@@ -52,19 +102,28 @@ void run(const AlignArgs& a) {
   Aligner<T> model;
   Alignment<T> res =
       a.model_out.empty() ? align(anchors, opts, *backend) : model.fit(anchors, opts, *backend);
-  write_npy<T>(a.out, res.G.view());
+  // (A NaN consensus objective means "not computed"; an infinite one overflowed.)
+  if (!std::isfinite(res.report.objective) || std::isinf(res.report.consensus_objective))
+    throw NumericalError("the objective of " + res.report.method + " is not finite (" +
+                         std::to_string(res.report.objective) + ", consensus " +
+                         std::to_string(res.report.consensus_objective) +
+                         "), so no output was written; anchors this large overflow " + a.precision +
+                         ": scale them down (or use float64)");
+  write_npy<T>(out_tmp, res.G.view());
   if (!a.target_out.empty()) {
     if (res.target.size() == 0)
       throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
-    write_npy<T>(a.target_out, res.target.view());
+    write_npy<T>(target_tmp, res.target.view());
   }
-  if (!a.model_out.empty()) model.save(a.model_out);
   if (!a.report.empty()) {
-    std::ofstream f(a.report);
+    std::ofstream f(report_tmp);
     if (!f) throw IoError("cannot write the report to '" + a.report + "'");
     f << res.report.to_json() << "\n";
+    f.close();
     if (!f) throw IoError("writing the report to '" + a.report + "' failed");
   }
+  if (!a.model_out.empty()) model.save(a.model_out);
+  outputs.commit();
   std::cerr << "dcalign: " << res.report.method << " aligned " << res.report.users
             << " users (a = " << res.report.anchor_rows << ", l = " << res.report.dim << ") in "
             << res.report.total_seconds << " s (read " << read_s << " s); objective "
@@ -117,7 +176,8 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
   cmd->add_flag("--no-evaluate", args.no_evaluate, "skip objective/orthogonality evaluation");
   cmd->add_flag("--consensus", args.consensus,
                 "also compute the consensus objective (one more product over all anchors)");
-  cmd->callback([&args] {
+  cmd->callback([&args, cmd] {
+    check_align_args(args, *cmd);
     if (args.precision == "float64" || args.precision == "double")
       run<double>(args);
     else if (args.precision == "float32" || args.precision == "float")

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 namespace dcalign::cli {
@@ -32,6 +33,17 @@ struct AlignArgs {
 };
 void add_align_command(CLI::App& app, AlignArgs& args);
 
+/// A command line that asks for something meaningless (an option out of its range, an option
+/// the chosen method ignores): run_app prints "dcalign: error: ..." and exits with status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Throws UsageError unless 0 <= threads <= max_threads() (--threads of align and enroll).
+void check_threads(long long threads);
+/// The largest --threads accepted: 4 x std::thread::hardware_concurrency() (at least 4).
+long long max_threads();
+
 struct DemoArgs {
   std::uint64_t seed = 1;
   long long users = 5, samples = 200, features = 64, dim = 8, anchor_rows = 500;
@@ -54,7 +66,7 @@ inline constexpr const char* kExperimentDescription =
 void add_experiment_command(CLI::App& app);
 
 /// Parses argv with `app` and runs the chosen command. Errors print "dcalign: error: ..." and
-/// give status 1; usage errors give CLI11's status.
+/// give status 1; usage errors (CLI11's and UsageError) give status 2.
 int run_app(CLI::App& app, int argc, char** argv);
 
 }  // namespace dcalign::cli

@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
+#include "io/staged_outputs.hpp"
 
 namespace dcalign::cli {
 namespace {
@@ -23,6 +24,11 @@ struct EnrollArgs {
 
 template <typename T>
 void run(const EnrollArgs& a) {
+  // As for align: outputs are renamed into place only once the whole run has succeeded.
+  io::StagedOutputs outputs;
+  const std::string out_tmp = outputs.stage(a.out, "--out");
+  const std::string report_tmp =
+      a.report.empty() ? std::string() : outputs.stage(a.report, "--report");
   const Aligner<T> model = Aligner<T>::load(a.model);
   BackendOptions bo;
   bo.threads = a.threads;
@@ -31,22 +37,24 @@ void run(const EnrollArgs& a) {
   EnrolmentReport report;
   if (h.shape.size() == 2) {
     const Enrolment<T> e = model.enroll(read_npy_matrix<T>(a.anchors), *backend);
-    write_npy<T>(a.out, e.G.view());
+    write_npy<T>(out_tmp, e.G.view());
     report = e.report;
   } else if (h.shape.size() == 3) {
     const BatchEnrolment<T> e = model.enroll(read_npy_stack<T>(a.anchors), *backend);
-    write_npy<T>(a.out, e.G.view());
+    write_npy<T>(out_tmp, e.G.view());
     report = e.report;
   } else {
     throw InvalidInput("--anchors '" + a.anchors + "' is a " + std::to_string(h.shape.size()) +
                        "-D array; expected (a, l) for one new user or (k, a, l) for k new users");
   }
   if (!a.report.empty()) {
-    std::ofstream f(a.report);
+    std::ofstream f(report_tmp);
     if (!f) throw IoError("cannot write the report to '" + a.report + "'");
     f << report.to_json() << "\n";
+    f.close();
     if (!f) throw IoError("writing the report to '" + a.report + "' failed");
   }
+  outputs.commit();
   double worst = 0;
   for (double r : report.relative_residual) worst = std::max(worst, r);
   std::cerr << "dcalign: enrolled " << report.users << " user(s) against the " << report.method
@@ -72,6 +80,7 @@ void add_enroll_command(CLI::App& app) {
   cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
       ->capture_default_str();
   cmd->callback([] {
+    check_threads(args.threads);
     // The model's precision decides T; read_model_info validates model.json first.
     if (read_model_info(args.model).precision == "float32")
       run<float>(args);

@@ -1,10 +1,24 @@
 #include <exception>
 #include <iostream>
+#include <string>
+#include <thread>
 
 #include "cli/commands.hpp"
 #include "dcalign/error.hpp"
 
 namespace dcalign::cli {
+
+long long max_threads() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return 4LL * (hw == 0 ? 1 : static_cast<long long>(hw));
+}
+
+void check_threads(long long threads) {
+  if (threads < 0 || threads > max_threads())
+    throw UsageError("--threads " + std::to_string(threads) + " is out of range: expected 0 (all " +
+                     "cores) to " + std::to_string(max_threads()) +
+                     " (4 x the hardware threads of this machine)");
+}
 
 int run_app(CLI::App& app, int argc, char** argv) {
   try {
@@ -13,6 +27,9 @@ int run_app(CLI::App& app, int argc, char** argv) {
     // CLI11 prints the message (or the help) and knows its own codes (105-109 for usage
     // errors); the README promises 2 for every usage error and 0 for --help.
     return app.exit(e) == 0 ? 0 : 2;
+  } catch (const UsageError& e) {
+    std::cerr << "dcalign: error: " << e.what() << "\n";
+    return 2;
   } catch (const dcalign::Error& e) {
     std::cerr << "dcalign: error: " << e.what() << "\n";
     return 1;
