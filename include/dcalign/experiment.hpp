@@ -56,6 +56,12 @@ struct Config {
 /// naming the file and the key.
 Config load_config(const std::string& path);
 
+/// Why `name` cannot be an experiment's name, or "" if it can. The name becomes the output file
+/// names in write_outputs' directory, so it must be a single plain file name: 1 to 128
+/// characters from [A-Za-z0-9_+.-], not starting with '.' or '-' (no '/', no "..", no hidden
+/// files).
+std::string experiment_name_problem(const std::string& name);
+
 /// One number: one trial, condition, method, model and metric. Central and Local do not depend
 /// on the condition and are reported with condition "-".
 struct Record {

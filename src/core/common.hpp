@@ -52,6 +52,10 @@ struct Context {
 template <typename T>
 Buffer<T> upload(Primitives<T>& p, const Matrix<double>& m);
 
+/// Throws InvalidInput "<what> has a non-finite entry (NaN or Inf) at row i, column j" for the
+/// first such entry of a host matrix the caller supplied (O, R, an explicit target Z).
+void require_finite(const Matrix<double>& m, const std::string& what);
+
 /// ODC's right factor O (l x l) as chosen by the options (on the host).
 Matrix<double> target_rotation(const AlignOptions& opts, index_t l);
 

@@ -31,6 +31,7 @@ void run_imakura(Context<T>& ctx, MatrixView<T> target) {
         throw InvalidInput("supplied right factor R is " + std::to_string(R.rows()) + " x " +
                            std::to_string(R.cols()) + ", expected " + std::to_string(l) + " x " +
                            std::to_string(l));
+      require_finite(R, "supplied right factor R");
     }
     Buffer<T> r = upload(p, R);
     p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(U), MatrixView<const T>(r.data(), l, l),

@@ -20,8 +20,7 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
       throw InvalidInput("explicit ODC target Z is " + std::to_string(given.rows()) + " x " +
                          std::to_string(given.cols()) + ", expected a x l = " + std::to_string(a) +
                          " x " + std::to_string(l));
-    for (double v : given.values())
-      if (!std::isfinite(v)) throw InvalidInput("explicit ODC target Z has a non-finite entry");
+    require_finite(given, "explicit ODC target Z");
     Buffer<T> up = upload(p, given);
     p.copy(up.data(), Z.data(), a * l);
   } else {

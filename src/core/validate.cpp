@@ -49,6 +49,15 @@ Buffer<T> upload(Primitives<T>& p, const Matrix<double>& m) {
   return b;
 }
 
+void require_finite(const Matrix<double>& m, const std::string& what) {
+  for (index_t j = 0; j < m.cols(); ++j)
+    for (index_t i = 0; i < m.rows(); ++i)
+      if (!std::isfinite(m(i, j)))
+        throw InvalidInput(what + " has a non-finite entry (NaN or Inf) at row " +
+                           std::to_string(i) + ", column " + std::to_string(j) +
+                           "; every entry must be finite");
+}
+
 Matrix<double> target_rotation(const AlignOptions& opts, index_t l) {
   switch (opts.rotation) {
     case TargetRotation::identity:
@@ -63,6 +72,9 @@ Matrix<double> target_rotation(const AlignOptions& opts, index_t l) {
         throw InvalidInput("supplied target rotation O is " + std::to_string(O.rows()) + " x " +
                            std::to_string(O.cols()) + ", expected " + std::to_string(l) + " x " +
                            std::to_string(l));
+      // Before the orthogonality test: std::max drops NaN, so a NaN would pass it and surface
+      // later as overflowing anchors.
+      require_finite(O, "supplied target rotation O");
       // O must be orthogonal for Theorem 5.3; 1e-6 admits matrices stored in float.
       double err = 0;
       for (index_t j = 0; j < l; ++j)

@@ -1,15 +1,18 @@
 // Built when dcalign is compiled without the CUDA backend: --device cuda fails with a reason.
+// The build says which reason applies (DCALIGN_NO_CUDA_REASON, set by CMake); with the backend
+// compiled, cuda_backend.cu answers instead with the runtime's reason (no driver, no GPU, ...).
 #include <string>
 
 #include "dcalign/backend.hpp"
 
+#ifndef DCALIGN_NO_CUDA_REASON
+#define DCALIGN_NO_CUDA_REASON "it was built without it"
+#endif
+
 namespace dcalign {
 
 bool cuda_available(std::string* why) {
-  if (why)
-    *why =
-        "this build of dcalign has no CUDA backend (nvcc was not found at configure time, or "
-        "DCALIGN_CUDA=OFF)";
+  if (why) *why = "this build of dcalign has no CUDA backend: " DCALIGN_NO_CUDA_REASON;
   return false;
 }
 

@@ -6,7 +6,15 @@
 //   models = ["svm", "mlp"]
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <set>
+#include <sstream>
+#include <thread>
+#include <type_traits>
 
 #include "dcalign/experiment.hpp"
 
@@ -17,28 +25,70 @@ class Reader {
  public:
   Reader(const toml::table& t, std::string path) : t_(t), path_(std::move(path)) {}
 
+  /// Strings and booleans. Numbers go through integer() or real(), which range-check them.
   template <typename T>
   void get(const char* key, T& out) {
+    static_assert(std::is_same_v<T, std::string> || std::is_same_v<T, bool>,
+                  "numeric keys must be read with integer() or real() and a range");
     seen_.insert(key);
     const toml::node* n = t_.get(key);
     if (!n) return;
     if constexpr (std::is_same_v<T, std::string>) {
       if (!n->is_string()) fail(key, "a string");
       out = n->value<std::string>().value();
-    } else if constexpr (std::is_same_v<T, bool>) {
+    } else {
       if (!n->is_boolean()) fail(key, "true or false");
       out = n->value<bool>().value();
-    } else if constexpr (std::is_floating_point_v<T>) {
-      if (!n->is_number()) fail(key, "a number");
-      out = static_cast<T>(n->value<double>().value());
-    } else {
-      if (!n->is_integer()) fail(key, "an integer");
-      const auto v = n->value<std::int64_t>().value();
-      if constexpr (std::is_unsigned_v<T>) {
-        if (v < 0) fail(key, "a non-negative integer");
-      }
-      out = static_cast<T>(v);
     }
+  }
+
+  /// An integer key stored in T: accepted only within [lo, hi] (hi defaults to the largest
+  /// value T holds), so nothing wraps or is truncated on the way in.
+  template <typename T>
+  void integer(const char* key, T& out, std::int64_t lo,
+               std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
+    static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
+    if constexpr (static_cast<std::uint64_t>(std::numeric_limits<T>::max()) <
+                  static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      hi = std::min<std::int64_t>(hi, static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+    if constexpr (std::is_signed_v<T>)
+      lo = std::max<std::int64_t>(lo, static_cast<std::int64_t>(std::numeric_limits<T>::min()));
+    else
+      lo = std::max<std::int64_t>(lo, 0);
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return;
+    const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
+    if (!n->is_integer()) fail(key, range.c_str());
+    const std::int64_t v = n->value<std::int64_t>().value();
+    if (v < lo || v > hi)
+      throw InvalidInput("experiment file '" + path_ + "': key '" + key +
+                         "' = " + std::to_string(v) + " is out of range: expected " + range);
+    out = static_cast<T>(v);
+  }
+
+  /// A real key: finite and within its range; lo_open/hi_open exclude the bound itself.
+  void real(const char* key, double& out, double lo, bool lo_open, double hi, bool hi_open) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return;
+    std::ostringstream range;
+    range << "a finite number in " << (lo_open ? '(' : '[') << lo << ", ";
+    if (std::isinf(hi))
+      range << "inf)";
+    else
+      range << hi << (hi_open ? ')' : ']');
+    if (!n->is_number()) fail(key, range.str().c_str());
+    const double v = n->value<double>().value();
+    const bool ok =
+        std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
+    if (!ok) {
+      std::ostringstream os;
+      os << "experiment file '" << path_ << "': key '" << key << "' = " << v
+         << " is out of range: expected " << range.str();
+      throw InvalidInput(os.str());
+    }
+    out = v;
   }
 
   void get_list(const char* key, std::vector<std::string>& out) {
@@ -47,6 +97,8 @@ class Reader {
     if (!n) return;
     const toml::array* arr = n->as_array();
     if (!arr) fail(key, "an array of strings");
+    // Every list the protocol reads is required: an empty one is an error, not the default.
+    if (arr->empty()) fail(key, "a non-empty array of strings");
     out.clear();
     for (const auto& e : *arr) {
       if (!e.is_string()) fail(key, "an array of strings");
@@ -74,6 +126,24 @@ class Reader {
 
 }  // namespace
 
+std::string experiment_name_problem(const std::string& name) {
+  constexpr std::size_t kMaxName = 128;
+  if (name.empty()) return "is empty";
+  if (name.size() > kMaxName)
+    return "is " + std::to_string(name.size()) + " characters long (at most " +
+           std::to_string(kMaxName) + ")";
+  if (name.find('/') != std::string::npos || name.find('\\') != std::string::npos)
+    return "contains a path separator";
+  if (name.front() == '.') return "starts with '.' (a hidden file, or a path like '..')";
+  if (name.front() == '-') return "starts with '-'";
+  for (unsigned char ch : name)
+    if (!(std::isalnum(ch) || ch == '_' || ch == '-' || ch == '.' || ch == '+'))
+      return "contains the character " +
+             (std::isprint(ch) ? "'" + std::string(1, static_cast<char>(ch)) + "'"
+                               : "with code " + std::to_string(static_cast<int>(ch)));
+  return {};
+}
+
 Config load_config(const std::string& path) {
   toml::table t;
   try {
@@ -86,44 +156,53 @@ Config load_config(const std::string& path) {
   Config c;
   c.source = path;
   Reader r(t, path);
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  // As the CLI's --threads: 0 (all cores) to 4 x the hardware threads.
+  const std::int64_t max_threads =
+      4 * static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   r.get("name", c.name);
+  if (const auto why = experiment_name_problem(c.name); !why.empty())
+    throw InvalidInput("experiment file '" + path + "': key 'name' = \"" + c.name + "\" " + why +
+                       "; it names the output files in --out, so it must be a single plain file "
+                       "name of letters, digits, '_', '-', '.' and '+', not starting with '.' "
+                       "or '-'");
   r.get("dataset", c.dataset);
   r.get("data_dir", c.data_dir);
   r.get("verify_checksums", c.verify_checksums);
   r.get("partition", c.partition);
-  r.get("dirichlet_alpha", c.dirichlet_alpha);
-  r.get("users", c.users);
-  r.get("samples_per_user", c.samples_per_user);
-  r.get("test_samples", c.test_samples);
-  r.get("anchor_rows", c.anchor_rows);
+  r.real("dirichlet_alpha", c.dirichlet_alpha, 0, true, kInf, false);
+  r.integer("users", c.users, 1);
+  r.integer("samples_per_user", c.samples_per_user, 1);
+  r.integer("test_samples", c.test_samples, 0);
+  r.integer("anchor_rows", c.anchor_rows, 1);
   r.get("anchor", c.anchor);
-  r.get("dim", c.dim);
-  r.get("dim_fraction", c.dim_fraction);
+  r.integer("dim", c.dim, 0);
+  r.real("dim_fraction", c.dim_fraction, 0, false, 1, false);
   r.get("center", c.center);
   r.get("odc_rotation", c.odc_rotation);
   r.get("imakura_right", c.imakura_right);
   r.get("test_holder", c.test_holder);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
-  if (!conditions.empty()) {
+  if (t.get("conditions")) {  // present: get_list has rejected an empty list
     c.conditions.clear();
     for (const auto& s : conditions) c.conditions.push_back(parse_condition(s));
   }
   r.get_list("methods", c.methods);
   r.get_list("models", c.models);
   r.get_list("metrics", c.metrics);
-  r.get("trials", c.trials);
-  r.get("seed", c.seed);
+  r.integer("trials", c.trials, 1);
+  r.integer("seed", c.seed, 0);
   r.get("device", c.device);
-  r.get("threads", c.threads);
+  r.integer("threads", c.threads, 0, max_threads);
   auto& mo = c.model_options;
-  r.get("mlp_max_epochs", mo.mlp.max_epochs);
-  r.get("mlp_hidden", mo.mlp.hidden_layers[0]);
-  r.get("mlp_learning_rate", mo.mlp.learning_rate);
-  r.get("mlp_alpha", mo.mlp.alpha);
-  r.get("mlp_batch_size", mo.mlp.batch_size);
-  r.get("svm_C", mo.svm.C);
-  r.get("knn_k", mo.knn.k);
+  r.integer("mlp_max_epochs", mo.mlp.max_epochs, 1);
+  r.integer("mlp_hidden", mo.mlp.hidden_layers[0], 1);
+  r.real("mlp_learning_rate", mo.mlp.learning_rate, 0, true, kInf, false);
+  r.real("mlp_alpha", mo.mlp.alpha, 0, false, kInf, false);
+  r.integer("mlp_batch_size", mo.mlp.batch_size, 1);
+  r.real("svm_C", mo.svm.C, 0, true, kInf, false);
+  r.integer("knn_k", mo.knn.k, 1);
   r.reject_unknown();
   if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
   if (c.odc_rotation != "haar" && c.odc_rotation != "identity")

@@ -151,6 +151,10 @@ class Runner {
 
  private:
   void validate_names() {
+    // Before any work: the name becomes the output files' names (write_outputs checks again).
+    if (const auto why = experiment_name_problem(c_.name); !why.empty())
+      throw InvalidInput("experiment name \"" + c_.name + "\" " + why +
+                         "; it must be a single plain file name");
     std::set<std::string> all = kAlignMethods;
     all.insert(kBaselines.begin(), kBaselines.end());
     check_names(c_.methods, all, "method");
@@ -520,6 +524,9 @@ std::string summary_table(const Result& r) {
 }
 
 void write_outputs(const Result& r, const std::string& dir) {
+  if (const auto why = experiment_name_problem(r.config.name); !why.empty())
+    throw InvalidInput("experiment name \"" + r.config.name + "\" " + why +
+                       "; it must be a single plain file name");
   const std::string base = dir + "/" + r.config.name;
   nlohmann::ordered_json j;
   const auto& c = r.config;

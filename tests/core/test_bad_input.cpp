@@ -99,6 +99,67 @@ TEST(BadInput, SuppliedRotationNotOrthogonal) {
   expect_invalid([&] { align(good_anchors(), opts); }, {"3 x 3", "expected 4 x 4"});
 }
 
+// A NaN or Inf in a supplied O or R is named as such, not blamed on the anchors.
+TEST(BadInput, NonFiniteSuppliedRotationIsNamed) {
+  for (double bad :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    AlignOptions opts;
+    opts.method = Method::odc;
+    opts.rotation = TargetRotation::supplied;
+    opts.rotation_matrix = Matrix<double>::identity(4);
+    opts.rotation_matrix(2, 1) = bad;
+    const auto A64 = good_anchors();
+    const auto A32 = testing::released_anchors<float>(
+        testing::make_synthetic(40, 10, 4, 4, SpanCondition::diff_span_orth, 3));
+    for (int single = 0; single < 2; ++single) {
+      try {
+        if (single)
+          align(A32, opts);
+        else
+          align(A64, opts);
+        ADD_FAILURE() << "no exception";
+      } catch (const InvalidInput& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("supplied target rotation O has a non-finite entry"), std::string::npos)
+            << msg;
+        EXPECT_NE(msg.find("row 2, column 1"), std::string::npos) << msg;
+        EXPECT_EQ(msg.find("anchor"), std::string::npos) << msg;
+      }
+    }
+  }
+}
+
+TEST(BadInput, NonFiniteSuppliedRightFactorIsNamed) {
+  for (double bad :
+       {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()}) {
+    AlignOptions opts;
+    opts.method = Method::imakura;
+    opts.right = RightFactor::supplied;
+    opts.right_matrix = Matrix<double>::identity(4);
+    opts.right_matrix(0, 3) = bad;
+    try {
+      align(good_anchors(), opts);
+      ADD_FAILURE() << "no exception";
+    } catch (const InvalidInput& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("supplied right factor R has a non-finite entry"), std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find("row 0, column 3"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find("anchor"), std::string::npos) << msg;
+    }
+  }
+}
+
+TEST(BadInput, NonFiniteExplicitTargetIsNamed) {
+  auto A = good_anchors();
+  AlignOptions opts;
+  opts.method = Method::odc;
+  opts.target = Matrix<double>(A.rows(), A.cols());
+  for (index_t i = 0; i < A.rows(); ++i) opts.target(i, i % A.cols()) = 1.0;
+  opts.target(5, 2) = std::numeric_limits<double>::quiet_NaN();
+  expect_invalid([&] { align(A, opts); }, {"explicit ODC target Z", "row 5, column 2"});
+}
+
 TEST(BadInput, ExplicitTargetWrongShape) {
   AlignOptions opts;
   opts.target = Matrix<double>(39, 4);
@@ -117,7 +178,23 @@ TEST(BadInput, CudaRequestWithoutGpuIsClear) {
     make_backend(Device::cuda);
     ADD_FAILURE() << "no exception";
   } catch (const BackendError& e) {
-    EXPECT_NE(std::string(e.what()).find("CUDA"), std::string::npos) << e.what();
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("CUDA backend requested but unavailable"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(why), std::string::npos) << msg;
+#ifdef DCALIGN_HAVE_CUDA
+    // The backend is compiled: the reason is the runtime's (driver, device), never nvcc.
+    EXPECT_EQ(msg.find("nvcc"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find("no CUDA backend"), std::string::npos) << msg;
+    EXPECT_TRUE(msg.find("driver") != std::string::npos ||
+                msg.find("device") != std::string::npos || msg.find("GPU") != std::string::npos)
+        << msg;
+#else
+    // No backend: the one reason that applies to this build, not a list of guesses.
+    EXPECT_NE(msg.find("no CUDA backend"), std::string::npos) << msg;
+    const bool off = msg.find("DCALIGN_CUDA=OFF") != std::string::npos;
+    const bool no_nvcc = msg.find("nvcc") != std::string::npos;
+    EXPECT_TRUE(off != no_nvcc) << msg;
+#endif
   }
 }
 

@@ -117,6 +117,98 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
   EXPECT_GE(parsed, 5);
 }
 
+// Loads `toml` from a file and expects InvalidInput whose message has every fragment and the
+// file's path.
+void expect_config_error(const std::string& toml, const std::vector<std::string>& fragments) {
+  const auto path = (fs::temp_directory_path() / "dcalign_range.toml").string();
+  std::ofstream(path) << toml;
+  try {
+    experiment::load_config(path);
+    ADD_FAILURE() << "no exception for:\n" << toml;
+  } catch (const InvalidInput& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    for (const auto& f : fragments)
+      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' missing in: " << msg;
+  }
+}
+
+experiment::Config load_toml(const std::string& toml) {
+  const auto path = (fs::temp_directory_path() / "dcalign_range_ok.toml").string();
+  std::ofstream(path) << toml;
+  return experiment::load_config(path);
+}
+
+TEST(Experiment, IntegersThatDoNotFitTheirFieldAreRejected) {
+  const std::string d = "dataset = \"mnist\"\n";
+  // int fields: a 64-bit value must not wrap.
+  expect_config_error(d + "knn_k = 4294967297\n", {"'knn_k'", "4294967297", "1 to 2147483647"});
+  expect_config_error(d + "mlp_max_epochs = 2147483648\n", {"'mlp_max_epochs'", "2147483647"});
+  expect_config_error(d + "mlp_hidden = -5\n", {"'mlp_hidden'", "-5", "from 1"});
+  expect_config_error(d + "mlp_batch_size = 0\n", {"'mlp_batch_size'", "from 1"});
+  expect_config_error(d + "threads = 4294967296\n", {"'threads'", "from 0 to"});
+  expect_config_error(d + "threads = -1\n", {"'threads'", "from 0 to"});
+  // Counts: no negatives, no zeros where at least one is needed.
+  expect_config_error(d + "users = -3\n", {"'users'", "-3", "from 1 to"});
+  expect_config_error(d + "users = 0\n", {"'users'", "from 1"});
+  expect_config_error(d + "samples_per_user = 0\n", {"'samples_per_user'"});
+  expect_config_error(d + "anchor_rows = -1\n", {"'anchor_rows'"});
+  expect_config_error(d + "trials = 0\n", {"'trials'", "from 1"});
+  expect_config_error(d + "test_samples = -1\n", {"'test_samples'", "from 0"});
+  expect_config_error(d + "dim = -50\n", {"'dim'", "from 0"});
+  expect_config_error(d + "seed = -1\n", {"'seed'", "from 0 to 9223372036854775807"});
+  expect_config_error(d + "users = 2.5\n", {"'users'", "an integer"});
+  // The bounds themselves are accepted.
+  const auto c = load_toml(d + "knn_k = 2147483647\nseed = 9223372036854775807\ndim = 0\n" +
+                           "dim_fraction = 1.0\ntest_samples = 0\nthreads = 0\n");
+  EXPECT_EQ(c.model_options.knn.k, 2147483647);
+  EXPECT_EQ(c.seed, 9223372036854775807ull);
+}
+
+TEST(Experiment, RealsMustBeFiniteAndInRange) {
+  const std::string d = "dataset = \"mnist\"\n";
+  for (const char* v : {"nan", "inf", "-inf"}) {
+    for (const char* key :
+         {"dirichlet_alpha", "dim_fraction", "mlp_learning_rate", "mlp_alpha", "svm_C"})
+      expect_config_error(d + key + " = " + v + "\n", {std::string("'") + key + "'", "finite"});
+  }
+  expect_config_error(d + "dirichlet_alpha = 0\n", {"'dirichlet_alpha'", "(0, inf)"});
+  expect_config_error(d + "dim_fraction = 1.5\n", {"'dim_fraction'", "[0, 1]"});
+  expect_config_error(d + "dim_fraction = -0.1\n", {"'dim_fraction'", "[0, 1]"});
+  expect_config_error(d + "mlp_learning_rate = 0.0\n", {"'mlp_learning_rate'", "(0, inf)"});
+  expect_config_error(d + "mlp_alpha = -1e-4\n", {"'mlp_alpha'", "[0, inf)"});
+  expect_config_error(d + "svm_C = -1\n", {"'svm_C'", "(0, inf)"});
+  expect_config_error(d + "svm_C = \"big\"\n", {"'svm_C'", "a finite number"});
+  // Integers are accepted for reals.
+  EXPECT_EQ(load_toml(d + "svm_C = 10\nmlp_alpha = 0\n").model_options.svm.C, 10.0);
+}
+
+TEST(Experiment, EmptyRequiredListIsAnError) {
+  const std::string d = "dataset = \"mnist\"\n";
+  for (const char* key : {"conditions", "methods", "models", "metrics"})
+    expect_config_error(d + key + " = []\n", {std::string("'") + key + "'", "non-empty"});
+}
+
+TEST(Experiment, NameMustBeAPlainFileName) {
+  const std::string d = "dataset = \"mnist\"\n";
+  for (const char* bad :
+       {"../../etc/x", "a/b", "..", ".hidden", "", "-rf", "a b", "a\\\\b", "x\\u0001y"})
+    expect_config_error(d + "name = \"" + bad + "\"\n", {"'name'", "single plain file name"});
+  expect_config_error(d + "name = \"" + std::string(129, 'a') + "\"\n", {"'name'", "129"});
+  EXPECT_EQ(load_toml(d + "name = \"mnist_table7-v2.1+x\"\n").name, "mnist_table7-v2.1+x");
+  // A Config built in code is checked before any work, and again before writing.
+  auto c = small_mnist();
+  c.dataset = "synthetic";
+  c.name = "../escape";
+  expect_fails_fast([&] { experiment::run(c); }, "single plain file name");
+  experiment::Result r;
+  r.config = c;
+  const auto dir = fs::temp_directory_path() / "dcalign_name_out";
+  fs::create_directories(dir);
+  EXPECT_THROW(experiment::write_outputs(r, dir.string()), InvalidInput);
+  EXPECT_FALSE(fs::exists(dir.parent_path() / "escape.json"));
+}
+
 TEST(Experiment, MnistSmokeOdcSameSpanOrthAbove90Percent) {
   if (!have_mnist()) GTEST_SKIP() << "MNIST not found under " << data::resolve_data_dir("");
   const auto res = experiment::run(small_mnist());
