@@ -1,6 +1,7 @@
 // The DC protocol runner: bad configurations fail before any work, a small MNIST run reaches
 // the accuracy the paper's protocol implies, and the same seed gives the same numbers.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -120,7 +121,11 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
 // Loads `toml` from a file and expects InvalidInput whose message has every fragment and the
 // file's path.
 void expect_config_error(const std::string& toml, const std::vector<std::string>& fragments) {
-  const auto path = (fs::temp_directory_path() / "dcalign_range.toml").string();
+  // One file per test process: CTest runs the cases of this suite in parallel.
+  const auto path = (fs::temp_directory_path() /
+                     ("dcalign_range_" + std::to_string(::getpid()) + "_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml"))
+                        .string();
   std::ofstream(path) << toml;
   try {
     experiment::load_config(path);
@@ -134,7 +139,10 @@ void expect_config_error(const std::string& toml, const std::vector<std::string>
 }
 
 experiment::Config load_toml(const std::string& toml) {
-  const auto path = (fs::temp_directory_path() / "dcalign_range_ok.toml").string();
+  const auto path = (fs::temp_directory_path() /
+                     ("dcalign_range_ok_" + std::to_string(::getpid()) + "_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml"))
+                        .string();
   std::ofstream(path) << toml;
   return experiment::load_config(path);
 }
