@@ -62,16 +62,8 @@ using dcalign::bench::SweepConfig;
 
 namespace {
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string utc_timestamp() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
+using dcalign::bench::now_seconds;
+using dcalign::bench::utc_timestamp;
 
 json load_average() {
   std::ifstream f("/proc/loadavg");

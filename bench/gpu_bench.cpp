@@ -38,6 +38,7 @@
 #include "dcalign/error.hpp"
 #include "dcalign/polar.hpp"
 #include "dcalign/random.hpp"
+#include "sweep/sweep.hpp"
 
 namespace {
 
@@ -62,16 +63,8 @@ using dcalign::index_t;
                                std::to_string(static_cast<int>(st_)));          \
   } while (0)
 
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string utc_timestamp() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
+using dcalign::bench::now_seconds;
+using dcalign::bench::utc_timestamp;
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;

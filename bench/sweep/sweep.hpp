@@ -178,4 +178,9 @@ int run_sweep(SweepDoc& doc, const SweepConfig& cfg, const std::vector<Runner*>&
 /// "1:02:03" for 3723 seconds.
 std::string format_duration(double seconds);
 
+/// Seconds on the steady clock (for differences only).
+double now_seconds();
+/// The current UTC time as "YYYY-MM-DDTHH:MM:SSZ".
+std::string utc_timestamp();
+
 }  // namespace dcalign::bench
