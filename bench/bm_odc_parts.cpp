@@ -40,6 +40,19 @@ struct Setup {
     for (dcalign::index_t i = 0; i < A.size(); ++i) A.data()[i] = rng.uniform();
     for (dcalign::index_t i = 0; i < Z.size(); ++i) Z.data()[i] = rng.uniform();
   }
+  /// The products M = W^T Z of procrustes_step, (c l) x l, computed once.
+  std::vector<double> products() {
+    const dcalign::index_t l = A.cols(), c = A.count();
+    std::vector<double> m(static_cast<size_t>(c * l * l));
+    backend->f64().gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, A.view().concatenated(),
+                        Z.view(), 0.0, dcalign::MatrixView<double>(m.data(), c * l, l));
+    return m;
+  }
+  /// Row block i of `m` is M_i = A_i^T Z: the strided stack the polar step reads.
+  dcalign::StackView<const double> blocks(const std::vector<double>& m) const {
+    const dcalign::index_t l = A.cols(), c = A.count();
+    return dcalign::StackView<const double>(m.data(), c, l, l, c * l, l);
+  }
 };
 
 void args(benchmark::internal::Benchmark* b) {
@@ -86,13 +99,11 @@ void BM_PolarBatched(benchmark::State& st) {
   const long a = st.range(0), l = st.range(1), c = st.range(2);
   Setup s(a, l, c, threads());
   auto& p = s.backend->f64();
-  std::vector<double> m(static_cast<size_t>(c * l * l)), g(m.size());
-  p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
-         dcalign::MatrixView<double>(m.data(), c * l, l));
+  const std::vector<double> m = s.products();
+  std::vector<double> g(m.size());
   for (auto _ : st)
     benchmark::DoNotOptimize(
-        p.polar_batched(dcalign::StackView<const double>(m.data(), c, l, l, c * l, l), false,
-                        dcalign::StackView<double>(g.data(), c, l, l)));
+        p.polar_batched(s.blocks(m), false, dcalign::StackView<double>(g.data(), c, l, l)));
 }
 BENCHMARK(BM_PolarBatched)->Apply(args);
 
@@ -102,16 +113,15 @@ void BM_PolarIterative(benchmark::State& st) {
   const long a = st.range(0), l = st.range(1), c = st.range(2);
   Setup s(a, l, c, threads());
   auto& p = s.backend->f64();
-  std::vector<double> m(static_cast<size_t>(c * l * l)), g(m.size());
-  p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
-         dcalign::MatrixView<double>(m.data(), c * l, l));
+  const std::vector<double> m = s.products();
+  std::vector<double> g(m.size());
   dcalign::PolarOptions o;
   o.method = dcalign::PolarMethod::iterative;
   o.measure_orthogonality = false;
   dcalign::PolarInfo<double> info;
   for (auto _ : st)
-    info = dcalign::polar_factor(p, dcalign::StackView<const double>(m.data(), c, l, l, c * l, l),
-                                 false, dcalign::StackView<double>(g.data(), c, l, l), o);
+    info = dcalign::polar_factor(p, s.blocks(m), false,
+                                 dcalign::StackView<double>(g.data(), c, l, l), o);
   st.counters["newton_steps"] = info.max_iterations;
   st.counters["svd_fallback"] = info.used_svd ? 1 : 0;
   double worst = 0;
@@ -126,13 +136,11 @@ void BM_PolarOneThread(benchmark::State& st) {
   const long a = st.range(0), l = st.range(1), c = st.range(2);
   Setup s(a, l, c, 1);
   auto& p = s.backend->f64();
-  std::vector<double> m(static_cast<size_t>(c * l * l)), g(m.size());
-  p.gemm(dcalign::Op::trans, dcalign::Op::none, 1.0, s.A.view().concatenated(), s.Z.view(), 0.0,
-         dcalign::MatrixView<double>(m.data(), c * l, l));
+  const std::vector<double> m = s.products();
+  std::vector<double> g(m.size());
   for (auto _ : st)
     benchmark::DoNotOptimize(
-        p.polar_batched(dcalign::StackView<const double>(m.data(), c, l, l, c * l, l), false,
-                        dcalign::StackView<double>(g.data(), c, l, l)));
+        p.polar_batched(s.blocks(m), false, dcalign::StackView<double>(g.data(), c, l, l)));
   openblas_set_num_threads(threads());
 }
 BENCHMARK(BM_PolarOneThread)->Apply(args);
