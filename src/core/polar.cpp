@@ -58,6 +58,15 @@ void check_finite_state(const std::vector<T>& state, index_t c) {
   }
 }
 
+// The per-matrix states on the host, after checking that no input matrix held a NaN or Inf.
+template <typename T>
+std::vector<T> read_state(Primitives<T>& p, const Buffer<T>& sb, index_t c) {
+  std::vector<T> state(static_cast<size_t>(c * polar::kStateSize));
+  p.to_host(sb.data(), state.data(), c * polar::kStateSize);
+  check_finite_state(state, c);
+  return state;
+}
+
 template <typename T>
 PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
                       const PolarOptions& opts) {
@@ -88,9 +97,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     // (an O(l^2) pass per matrix, any layout of M), G serving as the scratch X.
     Buffer<T> sb = p.allocate(c * polar::kStateSize);
     p.polar_start(M, transposed, G, sb.data());
-    std::vector<T> state(static_cast<size_t>(c * polar::kStateSize));
-    p.to_host(sb.data(), state.data(), c * polar::kStateSize);
-    check_finite_state(state, c);
+    read_state(p, sb, c);
     return svd_path(p, M, transposed, G, opts);
   }
 
@@ -107,13 +114,10 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   p.polar_start(M, transposed, X, sb.data());
   p.polar_newton_steps(X, Y, sb.data(), opts.max_iterations, tolerance);
 
-  std::vector<T> state(static_cast<size_t>(c * polar::kStateSize));
-  p.to_host(sb.data(), state.data(), c * polar::kStateSize);
-  p.synchronize();
+  const std::vector<T> state = read_state(p, sb, c);
   const double fallback = opts.fallback_ratio >= 0
                               ? opts.fallback_ratio
                               : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
-  check_finite_state(state, c);
   PolarInfo<T> info;
   info.sigma_min.resize(static_cast<size_t>(c));
   info.sigma_max.resize(static_cast<size_t>(c));
