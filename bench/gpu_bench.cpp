@@ -254,6 +254,27 @@ json describe_machine(int device, dcalign::Backend* backend) {
   return m;
 }
 
+/// Seconds of `work` (queued on stream s) by CUDA events: 3 untimed and 10 timed runs.
+template <typename Work>
+std::vector<double> event_times(cudaStream_t s, Work&& work) {
+  cudaEvent_t e0, e1;
+  BENCH_CUDA(cudaEventCreate(&e0));
+  BENCH_CUDA(cudaEventCreate(&e1));
+  std::vector<double> times;
+  for (int r = 0; r < 13; ++r) {
+    BENCH_CUDA(cudaEventRecord(e0, s));
+    work();
+    BENCH_CUDA(cudaEventRecord(e1, s));
+    BENCH_CUDA(cudaEventSynchronize(e1));
+    float ms = 0;
+    BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 3) times.push_back(ms * 1e-3);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  return times;
+}
+
 /// Device-to-device copy bandwidth, counting the bytes read and written.
 json measure_copy(size_t free_bytes) {
   size_t bytes = size_t(2) << 30;
@@ -263,22 +284,9 @@ json measure_copy(size_t free_bytes) {
   BENCH_CUDA(cudaMalloc(&dst, bytes));
   cudaStream_t s;
   BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  BENCH_CUDA(cudaEventCreate(&e0));
-  BENCH_CUDA(cudaEventCreate(&e1));
   BENCH_CUDA(cudaMemsetAsync(src, 1, bytes, s));
-  std::vector<double> times;
-  for (int r = 0; r < 13; ++r) {
-    BENCH_CUDA(cudaEventRecord(e0, s));
-    BENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s));
-    BENCH_CUDA(cudaEventRecord(e1, s));
-    BENCH_CUDA(cudaEventSynchronize(e1));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    if (r >= 3) times.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  const std::vector<double> times = event_times(
+      s, [&] { BENCH_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s)); });
   cudaStreamDestroy(s);
   cudaFree(src);
   cudaFree(dst);
@@ -313,27 +321,15 @@ json measure_gemm(size_t free_bytes) {
   cudaStream_t s;
   BENCH_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   BENCH_CUBLAS(cublasSetStream(h, s));
-  cudaEvent_t e0, e1;
-  BENCH_CUDA(cudaEventCreate(&e0));
-  BENCH_CUDA(cudaEventCreate(&e1));
   const T one = 1, zero = 0;
-  std::vector<double> times;
-  for (int r = 0; r < 13; ++r) {
-    BENCH_CUDA(cudaEventRecord(e0, s));
+  const std::vector<double> times = event_times(s, [&] {
     if constexpr (std::is_same_v<T, float>)
       BENCH_CUBLAS(
           cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
     else
       BENCH_CUBLAS(
           cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, A, n, B, n, &zero, C, n));
-    BENCH_CUDA(cudaEventRecord(e1, s));
-    BENCH_CUDA(cudaEventSynchronize(e1));
-    float ms = 0;
-    BENCH_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-    if (r >= 3) times.push_back(ms * 1e-3);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
+  });
   cublasDestroy(h);
   cudaStreamDestroy(s);
   cudaFree(A);
