@@ -62,14 +62,6 @@ __global__ void fill_kernel(T* dst, index_t n, T value) {
     dst[i] = value;
 }
 
-// y *= alpha over a 64-bit length (cublas<t>scal takes an int count).
-template <typename T>
-__global__ void scale_kernel(T* y, index_t n, T alpha) {
-  for (index_t i = blockIdx.x * index_t(blockDim.x) + threadIdx.x; i < n;
-       i += index_t(gridDim.x) * blockDim.x)
-    y[i] *= alpha;
-}
-
 // Diagonal update of every matrix of a batch; no BLAS routine touches only the diagonal.
 template <typename T>
 __global__ void add_identity_kernel(index_t count, index_t n, T* C, index_t ld, index_t stride,
@@ -164,13 +156,6 @@ void fill(cudaStream_t stream, T* dst, index_t n, T value) {
 }
 
 template <typename T>
-void scale(cudaStream_t stream, T* y, index_t n, T alpha) {
-  if (n <= 0) return;
-  scale_kernel<T><<<grid_for(n, 8192), kThreads, 0, stream>>>(y, n, alpha);
-  check_launch("scale_kernel");
-}
-
-template <typename T>
 void add_identity(cudaStream_t stream, index_t count, index_t n, T* C, index_t ld, index_t stride,
                   T alpha) {
   if (count <= 0 || n <= 0) return;
@@ -204,7 +189,6 @@ void scale_rows_by_inverse(cudaStream_t stream, index_t count, index_t rows, ind
   template void transpose_matrices<T>(cudaStream_t, index_t, index_t, index_t, const T*, index_t, \
                                       index_t, T*, index_t, index_t);                             \
   template void fill<T>(cudaStream_t, T*, index_t, T);                                            \
-  template void scale<T>(cudaStream_t, T*, index_t, T);                                           \
   template void add_identity<T>(cudaStream_t, index_t, index_t, T*, index_t, index_t, T);         \
   template void upper_triangle<T>(cudaStream_t, index_t, index_t, const T*, index_t, index_t, T*, \
                                   index_t, index_t);                                              \

@@ -34,8 +34,6 @@ void transpose_matrices(cudaStream_t stream, index_t count, index_t rows, index_
                         index_t dst_stride);
 template <typename T>
 void fill(cudaStream_t stream, T* dst, index_t n, T value);
-template <typename T>
-void scale(cudaStream_t stream, T* y, index_t n, T alpha);
 /// C_k(i, i) += alpha for the n x n matrices C_k.
 template <typename T>
 void add_identity(cudaStream_t stream, index_t count, index_t n, T* C, index_t ld, index_t stride,

@@ -98,6 +98,7 @@ class Primitives {
   virtual Buffer<T> allocate(index_t n) = 0;
   virtual void to_device(const T* host, T* dst, index_t n) = 0;
   virtual void to_host(const T* src, T* host, index_t n) = 0;
+  /// dst = src over n values; the ranges may overlap (memmove semantics).
   virtual void copy(const T* src, T* dst, index_t n) = 0;
   virtual void fill(T* dst, index_t n, T value) = 0;
   /// Waits for queued work (no-op on the CPU); used before reading clocks.
@@ -112,14 +113,11 @@ class Primitives {
                             T beta, StackView<T> C) = 0;
   /// Solves R_k X_k = B_k in place (R_k upper triangular, square).
   virtual void trsm_upper_batched(StackView<const T> R, StackView<T> B) = 0;
-  /// out_k = in_k^T.
-  virtual void transpose_batched(StackView<const T> in, StackView<T> out) = 0;
-  /// out = [M_1; M_2; ...; M_c] (count*rows x cols, leading dimension out.ld()).
+  /// out = [M_1; M_2; ...; M_c] (count*rows x cols, leading dimension out.ld()); `in` may be
+  /// strided.
   virtual void vstack(StackView<const T> in, MatrixView<T> out) = 0;
-  /// Inverse of vstack.
+  /// Inverse of vstack (`out` may be strided).
   virtual void unvstack(MatrixView<const T> in, StackView<T> out) = 0;
-  /// y = alpha * y (contiguous).
-  virtual void scale(T alpha, T* y, index_t n) = 0;
   /// C = alpha A + beta B (equal shapes; C may alias A or B).
   virtual void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
                     MatrixView<T> C) = 0;
@@ -141,7 +139,9 @@ class Primitives {
   virtual std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
                                        StackView<T> G) = 0;
   /// The k smallest eigenpairs of the symmetric-definite pencil S v = lambda B v (n x n),
-  /// normalised so that V^T B V = I. S and B are overwritten. Eigenvalues (host) ascending.
+  /// normalised so that V^T B V = I. Only the lower triangles of S and B are read; both are
+  /// overwritten. Eigenvalues (host) ascending. A B that is not positive definite throws
+  /// InvalidInput naming the leading minor.
   virtual void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                              MatrixView<T> V) = 0;
 
@@ -177,7 +177,7 @@ class Primitives {
     }
     return active;
   }
-  /// C_k <- C_k + alpha I for every square C_k.
+  /// C_k <- C_k + alpha I for every square C_k (C may be strided).
   virtual void add_identity_batched(T alpha, StackView<T> C) = 0;
 
   // ---- reductions (results on the host)
@@ -185,7 +185,7 @@ class Primitives {
   virtual bool all_finite(const T* x, index_t n) = 0;
   /// Index of the first non-finite entry of each matrix, or -1.
   virtual std::vector<index_t> first_nonfinite_batched(StackView<const T> x) = 0;
-  /// ||G_k^T G_k - I||_F for every k.
+  /// ||G_k^T G_k - I||_F for every k (G_k r x l, any r).
   virtual std::vector<T> orthogonality_errors(StackView<const T> G) = 0;
   /// ||A_k G_k - Z||_F^2 for every k.
   virtual std::vector<T> residuals(StackView<const T> A, StackView<const T> G,

@@ -6,10 +6,16 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "core/polar_scalar.hpp"
@@ -30,6 +36,64 @@ lapack_int li(index_t v) {
                        " exceeds the 32-bit LAPACK integer range");
   return static_cast<lapack_int>(v);
 }
+
+// An exception that leaves an OpenMP region terminates the program, so the loops over matrices
+// run their bodies through one ParallelErrors: it keeps the failure of the lowest matrix index
+// (the report does not depend on the schedule), lets the matrices after it be skipped, and
+// rethrow() raises it on the calling thread, after the region, naming the primitive and the
+// matrix. A failure outside the per-matrix body (a workspace query) is recorded as index -1.
+class ParallelErrors {
+ public:
+  explicit ParallelErrors(const char* primitive) : primitive_(primitive) {}
+  /// Runs body() for matrix k (k = -1: the region's set-up) unless an earlier matrix failed.
+  template <typename F>
+  void run(index_t k, F&& body) noexcept {
+    if (k > first_.load(std::memory_order_relaxed)) return;
+    try {
+      body();
+    } catch (...) {
+      record(k, std::current_exception());
+    }
+  }
+  bool failed() const { return first_.load(std::memory_order_relaxed) != kNone; }
+  /// Rethrows the recorded failure (if any) as the same dcalign exception type, its message
+  /// prefixed with the primitive and the matrix index.
+  void rethrow() const {
+    if (!error_) return;
+    const std::string where =
+        std::string(primitive_) + (index_ >= 0 ? ", matrix " + std::to_string(index_) : "") + ": ";
+    try {
+      std::rethrow_exception(error_);
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(where + e.what());
+    } catch (const NumericalError& e) {
+      throw NumericalError(where + e.what());
+    } catch (const BackendError& e) {
+      throw BackendError(where + e.what());
+    } catch (const IoError& e) {
+      throw IoError(where + e.what());
+    } catch (const Error& e) {
+      throw Error(where + e.what());
+    }
+    // Anything else (std::bad_alloc) propagates unchanged from rethrow_exception.
+  }
+
+ private:
+  static constexpr index_t kNone = std::numeric_limits<index_t>::max();
+  void record(index_t k, std::exception_ptr e) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (k < index_) {
+      index_ = k;
+      error_ = std::move(e);
+      first_.store(k, std::memory_order_relaxed);
+    }
+  }
+  const char* primitive_;
+  std::atomic<index_t> first_{kNone};
+  std::mutex mutex_;
+  index_t index_ = kNone;
+  std::exception_ptr error_;
+};
 
 template <typename T>
 lapack_int gesdd_lwork(lapack_int m, lapack_int n) {
@@ -65,6 +129,10 @@ struct SvdWorkspace {
     iwork.resize(8 * static_cast<size_t>(p));
   }
   void run() {
+    // gesdd reports a NaN as an illegal argument and does not return on an Inf: check first
+    // (O(m n), against the SVD's O(m n min(m, n))).
+    for (const T v : a)
+      if (!std::isfinite(v)) throw NumericalError("gesdd: the matrix holds NaN or Inf");
     check_info(gesdd(m, n, a.data(), m, s.data(), u.data(), m, vt.data(), p, work.data(),
                      static_cast<lapack_int>(work.size()), iwork.data()),
                "gesdd");
@@ -195,6 +263,7 @@ void CpuPrimitives<T>::gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, Matrix
   if (m == 0 || n == 0) return;
   const lapack_int lda = li(std::max<index_t>(A.ld(), 1)), ldb = li(std::max<index_t>(B.ld(), 1)),
                    ldc = li(std::max<index_t>(C.ld(), 1));
+  const lapack_int mi = li(m), ni = li(n), ki = li(k);  // checked here: nothing in a region throws
   // Large products are split over this backend's OpenMP threads, each running single-threaded
   // BLAS on a slab of C, rather than handed to OpenBLAS's own thread pool: the two pools spin
   // on the same cores between the many small parallel loops of a method, which measured 3x
@@ -211,16 +280,16 @@ void CpuPrimitives<T>::gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, Matrix
       const index_t b = omp_get_thread_num() * chunk, e = std::min(total, b + chunk);
       if (b < e) {
         if (rows)  // rows b..e of C are rows b..e of op(A)
-          cpu::gemm(at, bt, li(e - b), li(n), li(k), alpha, A.data() + (at ? b * lda : b), lda,
-                    B.data(), ldb, beta, C.data() + b, ldc);
+          cpu::gemm(at, bt, static_cast<lapack_int>(e - b), ni, ki, alpha,
+                    A.data() + (at ? b * lda : b), lda, B.data(), ldb, beta, C.data() + b, ldc);
         else  // columns b..e of C are columns b..e of op(B)
-          cpu::gemm(at, bt, li(m), li(e - b), li(k), alpha, A.data(), lda,
+          cpu::gemm(at, bt, mi, static_cast<lapack_int>(e - b), ki, alpha, A.data(), lda,
                     B.data() + (bt ? b : b * ldb), ldb, beta, C.data() + b * ldc, ldc);
       }
     }
     return;
   }
-  cpu::gemm(at, bt, li(m), li(n), li(k), alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
+  cpu::gemm(at, bt, mi, ni, ki, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
 }
 
 template <typename T>
@@ -229,30 +298,24 @@ void CpuPrimitives<T>::gemm_batched(Op ta, Op tb, T alpha, StackView<const T> A,
   const index_t count = C.count();
   if ((A.count() != count && A.count() != 1) || (B.count() != count && B.count() != 1))
     throw InvalidInput("gemm_batched: batch counts do not match (internal error)");
+  ParallelErrors errors("gemm_batched");
   BlasThreads one(1);
 #pragma omp parallel for schedule(static) num_threads(threads_)
   for (index_t k = 0; k < count; ++k)
-    gemm(ta, tb, alpha, A[A.count() == 1 ? 0 : k], B[B.count() == 1 ? 0 : k], beta, C[k]);
+    errors.run(k, [&] {
+      gemm(ta, tb, alpha, A[A.count() == 1 ? 0 : k], B[B.count() == 1 ? 0 : k], beta, C[k]);
+    });
+  errors.rethrow();
 }
 
 template <typename T>
 void CpuPrimitives<T>::trsm_upper_batched(StackView<const T> R, StackView<T> B) {
+  const lapack_int m = li(B.rows()), n = li(B.cols());
+  const lapack_int ldr = li(std::max<index_t>(R.ld(), 1)), ldb = li(std::max<index_t>(B.ld(), 1));
+  if (m == 0 || n == 0) return;
   BlasThreads one(1);
 #pragma omp parallel for schedule(static) num_threads(threads_)
-  for (index_t k = 0; k < B.count(); ++k)
-    trsm_left_upper(li(B.rows()), li(B.cols()), R[k].data(), li(R.rows()), B[k].data(),
-                    li(B.rows()));
-}
-
-template <typename T>
-void CpuPrimitives<T>::transpose_batched(StackView<const T> in, StackView<T> out) {
-#pragma omp parallel for schedule(static) num_threads(threads_)
-  for (index_t k = 0; k < in.count(); ++k) {
-    auto a = in[k];
-    auto b = out[k];
-    for (index_t j = 0; j < a.cols(); ++j)
-      for (index_t i = 0; i < a.rows(); ++i) b(j, i) = a(i, j);
-  }
+  for (index_t k = 0; k < B.count(); ++k) trsm_left_upper(m, n, R[k].data(), ldr, B[k].data(), ldb);
 }
 
 template <typename T>
@@ -274,11 +337,6 @@ void CpuPrimitives<T>::unvstack(MatrixView<const T> in, StackView<T> out) {
 }
 
 template <typename T>
-void CpuPrimitives<T>::scale(T alpha, T* y, index_t n) {
-  for (index_t i = 0; i < n; ++i) y[i] *= alpha;
-}
-
-template <typename T>
 void CpuPrimitives<T>::geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
                             MatrixView<T> C) {
   for (index_t j = 0; j < C.cols(); ++j)
@@ -294,25 +352,31 @@ PolarInfo<T> CpuPrimitives<T>::polar_batched(StackView<const T> M, bool transpos
   PolarInfo<T> info;
   info.sigma_min.assign(static_cast<size_t>(count), T(0));
   info.sigma_max.assign(static_cast<size_t>(count), T(0));
+  ParallelErrors errors("polar_batched");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    SvdWorkspace<T> ws(l, l);
+    std::unique_ptr<SvdWorkspace<T>> wsp;
+    errors.run(-1, [&] { wsp = std::make_unique<SvdWorkspace<T>>(l, l); });
 #pragma omp for schedule(dynamic, 4)
-    for (index_t k = 0; k < count; ++k) {
-      copy_in(M[k], ws.a.data());
-      ws.run();
-      // X = U S V^T. Not transposed: G = U V^T. Transposed (X = M^T): M = V S U^T, so the
-      // polar factor of M is V U^T = (V^T)^T U^T.
-      if (!transposed)
-        cpu::gemm(false, false, l, l, l, T(1), ws.u.data(), l, ws.vt.data(), l, T(0), G[k].data(),
-                  l);
-      else
-        cpu::gemm(true, true, l, l, l, T(1), ws.vt.data(), l, ws.u.data(), l, T(0), G[k].data(), l);
-      info.sigma_max[k] = ws.s[0];
-      info.sigma_min[k] = ws.s[l - 1];
-    }
+    for (index_t k = 0; k < count; ++k)
+      errors.run(k, [&] {
+        SvdWorkspace<T>& ws = *wsp;
+        copy_in(M[k], ws.a.data());
+        ws.run();
+        // X = U S V^T. Not transposed: G = U V^T. Transposed (X = M^T): M = V S U^T, so the
+        // polar factor of M is V U^T = (V^T)^T U^T.
+        if (!transposed)
+          cpu::gemm(false, false, l, l, l, T(1), ws.u.data(), l, ws.vt.data(), l, T(0), G[k].data(),
+                    l);
+        else
+          cpu::gemm(true, true, l, l, l, T(1), ws.vt.data(), l, ws.u.data(), l, T(0), G[k].data(),
+                    l);
+        info.sigma_max[k] = ws.s[0];
+        info.sigma_min[k] = ws.s[l - 1];
+      });
   }
+  errors.rethrow();
   return info;
 }
 
@@ -321,28 +385,35 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
   const index_t count = A.count();
   const lapack_int a = li(A.rows()), l = li(A.cols());
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
+  ParallelErrors errors("qr_batched");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    std::vector<T> tau(l), work(qr_lwork<T>(a, l));
+    std::vector<T> tau, work;
+    errors.run(-1, [&] {
+      tau.resize(static_cast<size_t>(l));
+      work.resize(static_cast<size_t>(qr_lwork<T>(a, l)));
+    });
 #pragma omp for schedule(dynamic, 2)
-    for (index_t k = 0; k < count; ++k) {
-      T* q = A[k].data();
-      check_info(geqrf(a, l, q, a, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
-                 "geqrf");
-      auto r = R[k];
-      T dmin = std::numeric_limits<T>::infinity(), dmax = 0;
-      for (lapack_int j = 0; j < l; ++j) {
-        for (lapack_int i = 0; i < l; ++i) r(i, j) = i <= j ? q[i + j * a] : T(0);
-        dmin = std::min(dmin, std::abs(r(j, j)));
-        dmax = std::max(dmax, std::abs(r(j, j)));
-      }
-      ratio[k] = dmax > 0 ? dmin / dmax : T(0);
-      check_info(
-          orgqr(a, l, l, q, a, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
-          "orgqr");
-    }
+    for (index_t k = 0; k < count; ++k)
+      errors.run(k, [&] {
+        T* q = A[k].data();
+        check_info(geqrf(a, l, q, a, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+                   "geqrf");
+        auto r = R[k];
+        T dmin = std::numeric_limits<T>::infinity(), dmax = 0;
+        for (lapack_int j = 0; j < l; ++j) {
+          for (lapack_int i = 0; i < l; ++i) r(i, j) = i <= j ? q[i + j * a] : T(0);
+          dmin = std::min(dmin, std::abs(r(j, j)));
+          dmax = std::max(dmax, std::abs(r(j, j)));
+        }
+        ratio[k] = dmax > 0 ? dmin / dmax : T(0);
+        check_info(
+            orgqr(a, l, l, q, a, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
+            "orgqr");
+      });
   }
+  errors.rethrow();
   return ratio;
 }
 
@@ -404,27 +475,36 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
   const index_t count = A.count();
   const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(Z.cols());
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
+  ParallelErrors errors("lstsq_batched");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    SvdWorkspace<T> ws(a, l);
-    std::vector<T> utz(static_cast<size_t>(l) * nz);
+    std::unique_ptr<SvdWorkspace<T>> wsp;
+    std::vector<T> utz;
+    errors.run(-1, [&] {
+      wsp = std::make_unique<SvdWorkspace<T>>(a, l);
+      utz.resize(static_cast<size_t>(l) * nz);
+    });
 #pragma omp for schedule(dynamic, 2)
-    for (index_t k = 0; k < count; ++k) {
-      std::memcpy(ws.a.data(), A[k].data(), sizeof(T) * a * l);
-      ws.run();
-      // A = U S V^T  =>  A^+ Z = V S^{-1} U^T Z. Columns of S^{-1} U^T Z with s_j = 0 are
-      // zeroed (minimum-norm solution); the caller rejects rank-deficient users anyway.
-      cpu::gemm(true, false, l, nz, a, T(1), ws.u.data(), a, Z.data(), li(Z.ld()), T(0), utz.data(),
-                l);
-      for (lapack_int i = 0; i < l; ++i) {
-        const T inv = ws.s[i] > 0 ? T(1) / ws.s[i] : T(0);
-        for (lapack_int j = 0; j < nz; ++j) utz[i + static_cast<size_t>(j) * l] *= inv;
-      }
-      cpu::gemm(true, false, l, nz, l, T(1), ws.vt.data(), l, utz.data(), l, T(0), G[k].data(), l);
-      ratio[k] = ws.s[0] > 0 ? ws.s[l - 1] / ws.s[0] : T(0);
-    }
+    for (index_t k = 0; k < count; ++k)
+      errors.run(k, [&] {
+        SvdWorkspace<T>& ws = *wsp;
+        std::memcpy(ws.a.data(), A[k].data(), sizeof(T) * a * l);
+        ws.run();
+        // A = U S V^T  =>  A^+ Z = V S^{-1} U^T Z. Columns of S^{-1} U^T Z with s_j = 0 are
+        // zeroed (minimum-norm solution); the caller rejects rank-deficient users anyway.
+        cpu::gemm(true, false, l, nz, a, T(1), ws.u.data(), a, Z.data(), li(Z.ld()), T(0),
+                  utz.data(), l);
+        for (lapack_int i = 0; i < l; ++i) {
+          const T inv = ws.s[i] > 0 ? T(1) / ws.s[i] : T(0);
+          for (lapack_int j = 0; j < nz; ++j) utz[i + static_cast<size_t>(j) * l] *= inv;
+        }
+        cpu::gemm(true, false, l, nz, l, T(1), ws.vt.data(), l, utz.data(), l, T(0), G[k].data(),
+                  l);
+        ratio[k] = ws.s[0] > 0 ? ws.s[l - 1] / ws.s[0] : T(0);
+      });
   }
+  errors.rethrow();
   return ratio;
 }
 
@@ -529,17 +609,21 @@ void newton_update(MatrixView<T> x, MatrixView<const T> y, T* st, int iteration,
 template <typename T>
 void CpuPrimitives<T>::inverse_batched(StackView<const T> X, StackView<T> Y, T* state) {
   const lapack_int l = li(X.rows());
+  ParallelErrors errors("inverse_batched");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    InverseWorkspace<T> ws(l);
+    std::unique_ptr<InverseWorkspace<T>> ws;
+    errors.run(-1, [&] { ws = std::make_unique<InverseWorkspace<T>>(l); });
 #pragma omp for schedule(dynamic, 4)
-    for (index_t k = 0; k < X.count(); ++k) {
-      T* st = state + k * polar::kStateSize;
-      if (!polar::active(st)) continue;  // converged matrices drop out of the work
-      if (!ws.invert(X[k].data(), Y[k].data(), l)) polar::mark_singular(st);
-    }
+    for (index_t k = 0; k < X.count(); ++k)
+      errors.run(k, [&] {
+        T* st = state + k * polar::kStateSize;
+        if (!polar::active(st)) return;  // converged matrices drop out of the work
+        if (!ws->invert(X[k].data(), Y[k].data(), l)) polar::mark_singular(st);
+      });
   }
+  errors.rethrow();
 }
 
 template <typename T>
@@ -564,23 +648,27 @@ index_t CpuPrimitives<T>::polar_newton_steps(StackView<T> X, StackView<T> Y, T* 
                                              int max_steps, double tolerance) {
   const lapack_int l = li(X.rows());
   index_t active = 0;
+  ParallelErrors errors("polar_newton_steps");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_) reduction(+ : active)
   {
-    InverseWorkspace<T> ws(l);
+    std::unique_ptr<InverseWorkspace<T>> ws;
+    errors.run(-1, [&] { ws = std::make_unique<InverseWorkspace<T>>(l); });
 #pragma omp for schedule(dynamic, 4)
-    for (index_t k = 0; k < X.count(); ++k) {
-      T* st = state + k * polar::kStateSize;
-      for (int it = 0; it < max_steps && polar::active(st); ++it) {
-        if (!ws.invert(X[k].data(), Y[k].data(), l)) {
-          polar::mark_singular(st);
-          break;
+    for (index_t k = 0; k < X.count(); ++k)
+      errors.run(k, [&] {
+        T* st = state + k * polar::kStateSize;
+        for (int it = 0; it < max_steps && polar::active(st); ++it) {
+          if (!ws->invert(X[k].data(), Y[k].data(), l)) {
+            polar::mark_singular(st);
+            break;
+          }
+          newton_update(X[k], MatrixView<const T>(Y[k]), st, it, tolerance);
         }
-        newton_update(X[k], MatrixView<const T>(Y[k]), st, it, tolerance);
-      }
-      if (polar::active(st)) ++active;
-    }
+        if (polar::active(st)) ++active;
+      });
   }
+  errors.rethrow();
   return active;
 }
 
@@ -618,15 +706,21 @@ std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T
 
 template <typename T>
 std::vector<T> CpuPrimitives<T>::orthogonality_errors(StackView<const T> G) {
-  const lapack_int l = li(G.rows());
+  // G_k is r x l (square for the polar factors, but nothing here needs it).
+  const lapack_int r = li(G.rows()), l = li(G.cols()), ldg = std::max<lapack_int>(r, 1);
   std::vector<T> err(static_cast<size_t>(G.count()), T(0));
+  if (l == 0) return err;
+  ParallelErrors errors("orthogonality_errors");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    std::vector<T> gtg(static_cast<size_t>(l) * l);
+    std::vector<T> gtg;
+    errors.run(-1, [&] { gtg.resize(static_cast<size_t>(l) * l); });
 #pragma omp for schedule(static)
     for (index_t k = 0; k < G.count(); ++k) {
-      cpu::gemm(true, false, l, l, l, T(1), G[k].data(), l, G[k].data(), l, T(0), gtg.data(), l);
+      if (errors.failed()) continue;
+      cpu::gemm(true, false, l, l, r, T(1), G[k].data(), ldg, G[k].data(), ldg, T(0), gtg.data(),
+                l);
       double s = 0;
       for (lapack_int j = 0; j < l; ++j)
         for (lapack_int i = 0; i < l; ++i) {
@@ -636,6 +730,7 @@ std::vector<T> CpuPrimitives<T>::orthogonality_errors(StackView<const T> G) {
       err[k] = static_cast<T>(std::sqrt(s));
     }
   }
+  errors.rethrow();
   return err;
 }
 
@@ -644,13 +739,17 @@ std::vector<T> CpuPrimitives<T>::residuals(StackView<const T> A, StackView<const
                                            MatrixView<const T> Z) {
   const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(G.cols());
   std::vector<T> res(static_cast<size_t>(A.count()), T(0));
+  ParallelErrors errors("residuals");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    std::vector<T> y(static_cast<size_t>(a) * nz);
+    std::vector<T> y;
+    errors.run(-1, [&] { y.resize(static_cast<size_t>(a) * nz); });
 #pragma omp for schedule(static)
     for (index_t k = 0; k < A.count(); ++k) {
-      cpu::gemm(false, false, a, nz, l, T(1), A[k].data(), a, G[k].data(), l, T(0), y.data(), a);
+      if (errors.failed()) continue;
+      cpu::gemm(false, false, a, nz, l, T(1), A[k].data(), std::max(a, 1), G[k].data(),
+                std::max(l, 1), T(0), y.data(), std::max(a, 1));
       double s = 0;
       for (lapack_int j = 0; j < nz; ++j)
         for (lapack_int i = 0; i < a; ++i) {
@@ -660,6 +759,7 @@ std::vector<T> CpuPrimitives<T>::residuals(StackView<const T> A, StackView<const
       res[k] = static_cast<T>(s);
     }
   }
+  errors.rethrow();
   return res;
 }
 
@@ -668,13 +768,17 @@ std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A, Stac
   const lapack_int a = li(A.rows()), l = li(A.cols()), nz = li(G.cols());
   const index_t count = A.count();
   std::vector<T> out(static_cast<size_t>(count * nz), T(0));
+  ParallelErrors errors("product_column_norms");
   BlasThreads one(1);
 #pragma omp parallel num_threads(threads_)
   {
-    std::vector<T> y(static_cast<size_t>(a) * nz);
+    std::vector<T> y;
+    errors.run(-1, [&] { y.resize(static_cast<size_t>(a) * nz); });
 #pragma omp for schedule(static)
     for (index_t k = 0; k < count; ++k) {
-      cpu::gemm(false, false, a, nz, l, T(1), A[k].data(), a, G[k].data(), l, T(0), y.data(), a);
+      if (errors.failed()) continue;
+      cpu::gemm(false, false, a, nz, l, T(1), A[k].data(), std::max(a, 1), G[k].data(),
+                std::max(l, 1), T(0), y.data(), std::max(a, 1));
       for (lapack_int j = 0; j < nz; ++j) {
         double s = 0;
         for (lapack_int i = 0; i < a; ++i) {
@@ -685,6 +789,7 @@ std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A, Stac
       }
     }
   }
+  errors.rethrow();
   return out;
 }
 

@@ -22,10 +22,8 @@ class CpuPrimitives final : public Primitives<T> {
   void gemm_batched(Op ta, Op tb, T alpha, StackView<const T> A, StackView<const T> B, T beta,
                     StackView<T> C) override;
   void trsm_upper_batched(StackView<const T> R, StackView<T> B) override;
-  void transpose_batched(StackView<const T> in, StackView<T> out) override;
   void vstack(StackView<const T> in, MatrixView<T> out) override;
   void unvstack(MatrixView<const T> in, StackView<T> out) override;
-  void scale(T alpha, T* y, index_t n) override;
   void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
             MatrixView<T> C) override;
 

@@ -133,15 +133,6 @@ void trsm_upper_batched(Context& ctx, StackView<const T> R, StackView<T> B) {
 }
 
 template <typename T>
-void transpose_batched(Context& ctx, StackView<const T> in, StackView<T> out) {
-  if (out.count() != in.count() || out.rows() != in.cols() || out.cols() != in.rows())
-    throw InvalidInput("transpose_batched: shapes do not match (internal error)");
-  to_int(in.rows() * in.cols(), "matrix size");
-  kernels::transpose_matrices(ctx.stream(), in.count(), in.rows(), in.cols(), in.data(), in.ld(),
-                              in.stride(), out.data(), out.ld(), out.stride());
-}
-
-template <typename T>
 void vstack(Context& ctx, StackView<const T> in, MatrixView<T> out) {
   if (out.rows() != in.count() * in.rows() || out.cols() != in.cols())
     throw InvalidInput("vstack: shapes do not match (internal error)");
@@ -157,11 +148,6 @@ void unvstack(Context& ctx, MatrixView<const T> in, StackView<T> out) {
   to_int(out.rows() * out.cols(), "matrix size");
   kernels::copy_matrices(ctx.stream(), out.count(), out.rows(), out.cols(), in.data(), in.ld(),
                          out.rows(), out.data(), out.ld(), out.stride());
-}
-
-template <typename T>
-void scale(Context& ctx, T alpha, T* y, index_t n) {
-  kernels::scale(ctx.stream(), y, n, alpha);
 }
 
 template <typename T>
@@ -341,10 +327,8 @@ std::vector<double> inner_products(Context& ctx, StackView<const T> X, StackView
   template void gemm_batched<T>(Context&, Op, Op, T, StackView<const T>, StackView<const T>, T,   \
                                 StackView<T>);                                                    \
   template void trsm_upper_batched<T>(Context&, StackView<const T>, StackView<T>);                \
-  template void transpose_batched<T>(Context&, StackView<const T>, StackView<T>);                 \
   template void vstack<T>(Context&, StackView<const T>, MatrixView<T>);                           \
   template void unvstack<T>(Context&, MatrixView<const T>, StackView<T>);                         \
-  template void scale<T>(Context&, T, T*, index_t);                                               \
   template void geam<T>(Context&, T, MatrixView<const T>, T, MatrixView<const T>, MatrixView<T>); \
   template bool all_finite<T>(Context&, const T*, index_t);                                       \
   template std::vector<index_t> first_nonfinite_batched<T>(Context&, StackView<const T>);         \

@@ -37,14 +37,10 @@ class CudaPrimitives final : public Primitives<T> {
   void trsm_upper_batched(StackView<const T> R, StackView<T> B) override {
     ops::trsm_upper_batched(use(), R, B);
   }
-  void transpose_batched(StackView<const T> in, StackView<T> out) override {
-    ops::transpose_batched(use(), in, out);
-  }
   void vstack(StackView<const T> in, MatrixView<T> out) override { ops::vstack(use(), in, out); }
   void unvstack(MatrixView<const T> in, StackView<T> out) override {
     ops::unvstack(use(), in, out);
   }
-  void scale(T alpha, T* y, index_t n) override { ops::scale(use(), alpha, y, n); }
   void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
             MatrixView<T> C) override {
     ops::geam(use(), alpha, A, beta, B, C);

@@ -32,13 +32,9 @@ void gemm_batched(Context& ctx, Op ta, Op tb, T alpha, StackView<const T> A, Sta
 template <typename T>
 void trsm_upper_batched(Context& ctx, StackView<const T> R, StackView<T> B);
 template <typename T>
-void transpose_batched(Context& ctx, StackView<const T> in, StackView<T> out);
-template <typename T>
 void vstack(Context& ctx, StackView<const T> in, MatrixView<T> out);
 template <typename T>
 void unvstack(Context& ctx, MatrixView<const T> in, StackView<T> out);
-template <typename T>
-void scale(Context& ctx, T alpha, T* y, index_t n);
 template <typename T>
 void geam(Context& ctx, T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
           MatrixView<T> C);
