@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dcalign/checked.hpp"
 #include "dcalign/data.hpp"
 
 namespace dcalign::data {
@@ -27,6 +28,26 @@ const std::vector<std::string>& known_names() {
   std::string list;
   for (const auto& n : known_names()) list += (list.empty() ? "" : ", ") + n;
   throw InvalidInput("unknown dataset '" + name + "'; known datasets: " + list);
+}
+
+// The statistics below are computed on the values divided by a power of two near the largest
+// magnitude: scaling by a power of two is exact, so the results are the same bits as the plain
+// formulas, but sums of values near the largest double (which the readers accept as finite)
+// cannot overflow to inf and turn a column into NaN.
+double power_of_two_scale(const double* x, index_t n, index_t stride) {
+  double top = 0.0;
+  for (index_t i = 0; i < n; ++i) top = std::max(top, std::fabs(x[i * stride]));
+  if (!(top > 0.0) || !std::isfinite(top)) return 1.0;
+  int e = 0;
+  std::frexp(top, &e);  // top = f * 2^e with f in [0.5, 1); 2^(e-1) is always a finite double
+  return std::ldexp(1.0, e - 1);
+}
+
+double scaled_mean(const double* x, index_t n, index_t stride) {
+  const double s = power_of_two_scale(x, n, stride);
+  double sum = 0.0;
+  for (index_t i = 0; i < n; ++i) sum += x[i * stride] / s;
+  return sum / static_cast<double>(n) * s;
 }
 
 std::string cell_error(const CsvTable& t, const std::string& path, index_t row, index_t col,
@@ -51,7 +72,7 @@ int integer_cell(const CsvTable& t, const std::string& path, index_t row, index_
 
 std::vector<std::string> pixel_names(index_t rows, index_t cols) {
   std::vector<std::string> names;
-  names.reserve(static_cast<size_t>(rows * cols));
+  names.reserve(static_cast<size_t>(checked_mul(rows, cols, "pixel_names: rows x cols")));
   for (index_t r = 0; r < rows; ++r)
     for (index_t c = 0; c < cols; ++c)
       names.push_back("pixel_" + std::to_string(r) + "_" + std::to_string(c));
@@ -86,7 +107,7 @@ Dataset load_idx_set(const std::string& name, const std::string& images_path,
 
   Dataset d;
   d.name = name;
-  const index_t n = img.count, m = img.rows * img.cols;
+  const index_t n = img.count, m = checked_mul(img.rows, img.cols, "pixels per image");
   d.X = Matrix<double>(n, m);
   // A table gives exactly p / 255 (correctly rounded), unlike multiplying by 1/255.
   double scale[256];
@@ -321,8 +342,8 @@ TrainTest load_adult(const std::string& dir, bool standardize) {
   // workclass, occupation or native-country.
   train.rows = complete_rows(train.table);
   test.rows = complete_rows(test.table);
-  const index_t income = 14;
-  auto label = [income](const CsvTable& t, const std::string& path, index_t r) -> double {
+  constexpr index_t income = 14;
+  auto label = [](const CsvTable& t, const std::string& path, index_t r) -> double {
     std::string v = t.strings[income][static_cast<size_t>(r)];
     // The test file writes "<=50K." and ">50K."; the training file has no dot.
     if (!v.empty() && v.back() == '.') v.pop_back();
@@ -340,7 +361,9 @@ TrainTest load_adult(const std::string& dir, bool standardize) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  // Halves first: the same result (halving is exact), without overflowing for values near the
+  // largest double.
+  return n % 2 == 1 ? v[n / 2] : 0.5 * v[n / 2 - 1] + 0.5 * v[n / 2];
 }
 
 TrainTest load_pima(const std::string& dir, bool standardize) {
@@ -379,8 +402,7 @@ TrainTest load_pima(const std::string& dir, bool standardize) {
     if (im.use_median) {
       fill = median(present);
     } else {
-      for (double v : present) fill += v;
-      fill /= static_cast<double>(present.size());
+      fill = scaled_mean(present.data(), static_cast<index_t>(present.size()), 1);
     }
     for (double& v : col)
       if (v == 0.0) v = fill;
@@ -595,18 +617,28 @@ Standardizer Standardizer::fit(const Matrix<double>& X, const std::vector<index_
   if (X.rows() == 0) throw InvalidInput("Standardizer::fit: no rows to fit on");
   Standardizer s;
   s.columns = columns;
-  const double n = static_cast<double>(X.rows());
+  const index_t n = X.rows();
   for (index_t c : columns) {
     if (c < 0 || c >= X.cols())
       throw InvalidInput("Standardizer::fit: column " + std::to_string(c) + " out of range for " +
                          std::to_string(X.cols()) + " columns");
     // Two passes: the one-pass formula loses digits on columns such as fnlwgt (~1e5 +- 1e5).
-    double mean = 0.0;
-    for (index_t i = 0; i < X.rows(); ++i) mean += X(i, c);
-    mean /= n;
+    // Both on values scaled by a power of two (exact; see power_of_two_scale), so that values
+    // near the largest double give their true mean and deviation instead of inf and NaN.
+    const double* x = X.data() + c * n;
+    const double scale = power_of_two_scale(x, n, 1);
+    const double mean = scaled_mean(x, n, 1);
     double ss = 0.0;
-    for (index_t i = 0; i < X.rows(); ++i) ss += (X(i, c) - mean) * (X(i, c) - mean);
-    const double sd = std::sqrt(ss / n);
+    for (index_t i = 0; i < n; ++i) {
+      const double d = x[i] / scale - mean / scale;
+      ss += d * d;
+    }
+    const double sd = std::sqrt(ss / static_cast<double>(n)) * scale;
+    // The population deviation of values in [-M, M] is at most M, so only a non-finite value
+    // (which the readers never produce) makes these non-finite.
+    if (!std::isfinite(mean) || !std::isfinite(sd))
+      throw InvalidInput("Standardizer::fit: column " + std::to_string(c) +
+                         " holds non-finite values");
     s.mean.push_back(mean);
     s.sd.push_back(sd > 0.0 ? sd : 1.0);
   }
@@ -619,7 +651,20 @@ void Standardizer::apply(Matrix<double>& X) const {
     if (c < 0 || c >= X.cols())
       throw InvalidInput("Standardizer::apply: column " + std::to_string(c) + " out of range for " +
                          std::to_string(X.cols()) + " columns");
-    for (index_t i = 0; i < X.rows(); ++i) X(i, c) = (X(i, c) - mean[k]) / sd[k];
+    for (index_t i = 0; i < X.rows(); ++i) {
+      const double x = X(i, c);
+      double z = (x - mean[k]) / sd[k];
+      if (!std::isfinite(z)) {
+        // x - mean overflowed (values near the largest double on both sides): the same
+        // quotient on operands halved (exact), and an error only if the result itself is out of
+        // range (a value far outside what the statistics were fitted on).
+        z = (0.5 * x - 0.5 * mean[k]) / (0.5 * sd[k]);
+        if (!std::isfinite(z))
+          throw InvalidInput("Standardizer::apply: row " + std::to_string(i) + ", column " +
+                             std::to_string(c) + ": (x - mean) / sd is out of the double range");
+      }
+      X(i, c) = z;
+    }
   }
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "dcalign/checked.hpp"
 #include "dcalign/data.hpp"
 #include "file_io.hpp"
 
@@ -14,6 +15,9 @@ namespace {
 
 constexpr std::uint32_t kImagesMagic = 2051;  // 0x00000803: unsigned bytes, 3 dimensions
 constexpr std::uint32_t kLabelsMagic = 2049;  // 0x00000801: unsigned bytes, 1 dimension
+// Plausibility bounds on what an image header may declare (MNIST: 28 x 28, 60000 images).
+constexpr index_t kMaxImagePixels = index_t{1} << 24;
+constexpr index_t kMaxTotalPixels = index_t{1} << 40;
 
 std::uint32_t read_be32(detail::GzReader& in, const std::string& what) {
   unsigned char b[4];
@@ -39,13 +43,14 @@ std::vector<index_t> read_header(detail::GzReader& in, std::uint32_t expected_ma
 }
 
 // Reads n bytes without trusting n for the allocation: a corrupt header may declare terabytes,
-// so the buffer grows only as data actually arrive.
+// so the buffer grows only as data actually arrive, from 64 KiB and doubling (at most twice
+// what the file holds, however much it declares).
 std::vector<std::uint8_t> read_payload(detail::GzReader& in, index_t n, const std::string& what) {
   std::vector<std::uint8_t> out;
   const auto total = static_cast<std::size_t>(n);
   std::size_t done = 0;
   while (done < total) {
-    const std::size_t next = std::min(total, std::max<std::size_t>(2 * done, 1 << 24));
+    const std::size_t next = std::min(total, std::max<std::size_t>(2 * done, 1 << 16));
     out.resize(next);
     done += in.read(out.data() + done, next - done);
     if (done < next)
@@ -75,12 +80,22 @@ IdxImages read_idx_images(const std::string& path) {
   const std::string what = "pixel data (" + std::to_string(img.count) + " images of " +
                            std::to_string(img.rows) + " x " + std::to_string(img.cols) +
                            " declared in the header)";
-  // Each dimension is below 2^32, so their product could overflow 64 bits; refuse sizes no
-  // real file holds before multiplying.
-  if (img.rows > (1 << 20) || img.cols > (1 << 20) ||
-      img.count > (index_t{1} << 40) / (img.rows * img.cols))
-    throw IoError("'" + path + "': implausible size declared: " + what);
-  img.pixels = read_payload(in, img.count * img.rows * img.cols, what);
+  // Everything the header declares is validated before anything is sized by it: an image of at
+  // most 2^24 pixels (4096 x 4096) and at most 2^40 pixels in all, also when no image follows
+  // (0 images of 2^20 x 2^20 would otherwise pass to callers that size per-pixel structures).
+  // The products are checked: each dimension is below 2^32, so they could overflow 64 bits.
+  index_t pixels = 0, total = 0;
+  try {
+    pixels = checked_mul(img.rows, img.cols, "pixels per image");
+    total = checked_mul(img.count, pixels, "pixels in all");
+  } catch (const InvalidInput& e) {
+    throw IoError("'" + path + "': implausible size declared: " + what + ": " + e.what());
+  }
+  if (pixels > kMaxImagePixels || total > kMaxTotalPixels)
+    throw IoError("'" + path + "': implausible size declared: " + what + "; expected at most " +
+                  std::to_string(kMaxImagePixels) + " pixels per image and " +
+                  std::to_string(kMaxTotalPixels) + " in all");
+  img.pixels = read_payload(in, total, what);
   in.expect_end(std::to_string(img.count) + " images");
   return img;
 }

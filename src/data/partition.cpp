@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "dcalign/checked.hpp"
 #include "dcalign/data.hpp"
 
 namespace dcalign::data {
@@ -147,7 +148,7 @@ Partition partition_iid(index_t num_samples, index_t num_users, index_t per_user
   require_enough("partition_iid", num_users, per_user, num_samples);
   Rng rng(seed);
   std::vector<index_t> perm = iota(num_samples);
-  const index_t need = num_users * per_user;
+  const index_t need = checked_mul(num_users, per_user, "partition_iid: users x samples per user");
   partial_shuffle(perm, static_cast<size_t>(need), rng);
   Partition p(static_cast<size_t>(num_users));
   for (index_t u = 0; u < num_users; ++u)
@@ -201,7 +202,10 @@ Partition partition_label_skew(const std::vector<double>& y, index_t num_classes
                            std::to_string(have) + " samples, but its " + std::to_string(m) +
                            " user(s) need " + std::to_string(m) + " x " + std::to_string(per_user) +
                            " = " + product_text(m, per_user));
-      partial_shuffle(pool, static_cast<size_t>(m * per_user), rng);
+      partial_shuffle(
+          pool,
+          static_cast<size_t>(checked_mul(m, per_user, std::string(fn) + ": users x per_user")),
+          rng);
       for (index_t j = 0; j < m; ++j)
         p[static_cast<size_t>(users[static_cast<size_t>(j)])].assign(
             pool.begin() + j * per_user, pool.begin() + (j + 1) * per_user);

@@ -19,6 +19,9 @@
 //   either means that the header does not describe the file.
 // - Every size is checked against the file size before anything of that size is allocated, so
 //   a corrupt or hostile header cannot trigger a huge allocation.
+// - An empty array (some extent 0) is accepted only while its other extents multiply to at most
+//   2**24: the file holds no data that would justify more, and a shape such as (2**40, 0, 5)
+//   would otherwise make its users loop over, or allocate for, 2**40 matrices.
 #include "dcalign/npy.hpp"
 
 #include <fcntl.h>
@@ -41,6 +44,9 @@
 #include <utility>
 #include <vector>
 
+#include "dcalign/checked.hpp"
+#include "io/staged_outputs.hpp"
+
 namespace dcalign {
 namespace {
 
@@ -50,6 +56,8 @@ constexpr std::size_t kMagicSize = 6;
 constexpr std::size_t kDataAlignment = 64;
 // Enough to show the problem without flooding a log with a corrupt multi-megabyte header.
 constexpr std::size_t kMaxQuotedChars = 120;
+// Largest product of the non-zero extents of an array without elements (see parse_file).
+constexpr index_t kMaxEmptyElements = index_t{1} << 24;
 
 bool host_is_little_endian() {
   const std::uint16_t one = 1;
@@ -441,6 +449,15 @@ ParsedFile parse_file(const std::string& path, Fd& fd) {
     bound *= e;
     bytes *= extent;
   }
+  // An empty array holds no data that could justify its other extents, yet whoever uses it
+  // sizes loops and per-matrix, per-row or per-column structures by them (a (2**40, 0, 5)
+  // anchor stack would be 2**40 users). Bound them as a file of that many elements would be.
+  const index_t virtual_elements = bound / dtype_size(out.header.dtype);
+  if (bytes == 0 && virtual_elements > kMaxEmptyElements)
+    fail(path, "absurd shape " + shape_string(shape) + ": the array is empty, but its other " +
+                   "extents multiply to " + std::to_string(virtual_elements) +
+                   "; an empty array may have at most " + std::to_string(kMaxEmptyElements) +
+                   " there (a file with no data cannot justify larger extents)");
   out.data_offset = preamble + header_len;
   out.data_bytes = size - out.data_offset;
   const std::string described = "shape " + shape_string(shape) + " of " +
@@ -714,8 +731,17 @@ void write_file(const std::string& path, bool two_d, index_t c, index_t r, index
   const auto fail_write = [&path](const std::string& what) {
     throw IoError("cannot write npy file '" + path + "': " + what);
   };
+  // Written to a temporary file beside `path` and renamed onto it only when complete: a failed
+  // write leaves whatever was at `path` (a file, a symbolic link, a device node) untouched.
+  io::StagedOutputs staged;
+  std::string tmp;
+  try {
+    tmp = staged.stage(path, "npy output");
+  } catch (const InvalidInput& e) {  // no such directory, a directory at `path`
+    throw IoError(std::string("cannot write ") + e.what());
+  }
   errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out)
     fail_write(std::string("cannot open for writing (") +
                (errno ? std::strerror(errno) : "unknown error") + ")");
@@ -725,10 +751,12 @@ void write_file(const std::string& path, bool two_d, index_t c, index_t r, index
   out.write(version_and_len, 4);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
 
-  // One C-order row at a time: little memory and few stream calls.
+  // One C-order row at a time: little memory and few stream calls. An empty array has no data,
+  // whatever its other extents (a 0 x 2**40 matrix needs no 2**40-element row buffer).
   const bool swap = !host_is_little_endian();
-  std::vector<unsigned char> row(static_cast<std::size_t>(k) * sizeof(T));
-  for (index_t s = 0; s < c && out; ++s) {
+  const bool empty = c == 0 || r == 0 || k == 0;
+  std::vector<unsigned char> row(empty ? 0 : checked_bytes(k, sizeof(T), "write_npy row"));
+  for (index_t s = 0; s < c && out && !empty; ++s) {
     const MatrixView<const T> m = at(s);
     for (index_t i = 0; i < r && out; ++i) {
       for (index_t j = 0; j < k; ++j) {
@@ -743,12 +771,8 @@ void write_file(const std::string& path, bool two_d, index_t c, index_t r, index
     }
   }
   out.close();
-  if (!out) {
-    // Do not leave a truncated file behind that a later read would reject less clearly.
-    std::error_code ec;
-    std::filesystem::remove(path, ec);
-    fail_write("write error (disk full?)");
-  }
+  if (!out) fail_write("write error (disk full?)");  // `staged` removes the temporary
+  staged.commit();
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -35,9 +36,11 @@ std::string StagedOutputs::stage(const std::string& path, const std::string& wha
     if (fs::weakly_canonical(fs::absolute(e.dest, ec2), ec2) == canonical)
       throw InvalidInput(what + " and " + e.what + " name the same file '" + path + "'");
   }
+  // pid and a process-wide counter: distinct for every staging object and thread of the process.
+  static std::atomic<unsigned long long> counter{0};
   const std::string tmp =
       (dir / ("." + p.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-              std::to_string(entries_.size())))
+              std::to_string(counter.fetch_add(1))))
           .string();
   entries_.push_back({path, tmp, what});
   return tmp;

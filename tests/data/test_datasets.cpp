@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "data/file_util.hpp"
+#include "dataset_guard.hpp"
 #include "dcalign/data.hpp"
 
 namespace fs = std::filesystem;
@@ -27,13 +28,13 @@ namespace {
 
 const std::string kShared = DCALIGN_SHARED_DATASETS;
 
-// Skips the calling test when the shared dataset folder (or the part it needs) is missing.
-#define REQUIRE_SHARED(sub)                                                                       \
-  do {                                                                                            \
-    if (!fs::exists(fs::path(kShared) / (sub)))                                                   \
-      GTEST_SKIP() << "shared dataset folder " << (fs::path(kShared) / (sub))                     \
-                   << " not found; set up ../shared/datasets (see scripts/download_datasets.sh)"; \
-  } while (0)
+// Skips the calling test when the shared dataset folder (or the part it needs) is missing; under
+// CI=true fails instead (tests/dataset_guard.hpp).
+#define REQUIRE_SHARED(sub)                                                                    \
+  DCALIGN_REQUIRE_DATASET(!fs::exists(fs::path(kShared) / (sub)),                              \
+                          "shared dataset folder " << (fs::path(kShared) / (sub))              \
+                                                   << " not found; set up ../shared/datasets " \
+                                                      "(see scripts/download_datasets.sh)")
 
 LoadOptions shared_opts(bool standardize = true) {
   LoadOptions o;

@@ -10,9 +10,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "data/alloc_tracker.hpp"
 #include "data/file_util.hpp"
 #include "dcalign/data.hpp"
 
@@ -23,6 +25,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
+using dcalign::testing::AllocationTracker;
 using dcalign::testing::be32;
 using dcalign::testing::expect_io_error;
 using dcalign::testing::read_bytes;
@@ -135,6 +138,36 @@ TEST(DataIdx, WrongCountThrows) {
                   {dir.file("header.gz"), "IDX dimension 1"});
 }
 
+// A tiny file whose header declares enormous sizes is rejected from the header, or when the data
+// run out, without allocating for what it declares (the largest allocation stays below 1 MiB:
+// the payload buffer grows from 64 KiB only as bytes arrive).
+TEST(DataIdx, EnormousDeclaredSizesAreRejectedWithoutAllocating) {
+  TempDir dir;
+  const auto expect_small = [](const std::function<void()>& read,
+                               const std::vector<std::string>& phrases) {
+    AllocationTracker tracker;
+    expect_io_error(read, phrases);
+    EXPECT_LT(tracker.largest(), std::size_t{1} << 20);
+  };
+  // No image at all, but images of 2^20 x 2^20 pixels.
+  write_bytes(dir.file("empty.raw"), be32(2051) + be32(0) + be32(1u << 20) + be32(1u << 20));
+  expect_small([&] { read_idx_images(dir.file("empty.raw")); },
+               {dir.file("empty.raw"), "implausible size", "0 images of 1048576 x 1048576",
+                "at most 16777216 pixels per image"});
+  // Dimensions whose product does not fit 64 bits.
+  write_bytes(dir.file("wide.raw"),
+              be32(2051) + be32(0xffffffffu) + be32(0xffffffffu) + be32(0xffffffffu));
+  expect_small([&] { read_idx_images(dir.file("wide.raw")); },
+               {dir.file("wide.raw"), "implausible size", "does not fit"});
+  // A plausible header (2^20 images of 28 x 28, 822 MB) on a file of a few bytes.
+  write_gz(dir.file("many.gz"), idx_images(2051, 1u << 20, 1, 28, 28));
+  expect_small([&] { read_idx_images(dir.file("many.gz")); },
+               {dir.file("many.gz"), "file ends early", "expected 822083584 bytes", "found 784"});
+  write_gz(dir.file("labels.gz"), idx_labels(0xffffffffu, 5));
+  expect_small([&] { read_idx_labels(dir.file("labels.gz")); },
+               {dir.file("labels.gz"), "file ends early", "expected 4294967295 bytes", "found 5"});
+}
+
 TEST(DataIdx, MissingFileThrows) {
   TempDir dir;
   expect_io_error([&] { read_idx_images(dir.file("nope.gz")); },
@@ -224,6 +257,77 @@ TEST(DataCsv, ReadsGzipCompressedFiles) {
 
 // ---------------------------------------------------------------------------------------------
 // Checksums and the data directory
+
+// The breast-cancer file's first line declares its row count: it is compared with the rows read,
+// never used to size anything, so an absurd count is an error naming the file and line.
+TEST(DataCsv, DeclaredCountsAreCheckedNotTrusted) {
+  TempDir dir;
+  std::string row;
+  for (int j = 0; j < 30; ++j) row += std::to_string(j + 1) + ",";
+  write_bytes(dir.file("sklearn/breast_cancer.csv"),
+              "99999999999999999999,30,malignant,benign\n" + row + "0\n");
+  LoadOptions opts;
+  opts.data_dir = dir.str();
+  AllocationTracker tracker;
+  expect_io_error(
+      [&] { load_dataset("breast-cancer", opts); },
+      {dir.file("sklearn/breast_cancer.csv"), "line 1",
+       "declares '99999999999999999999,30,malignant,benign'", "expected '1,30,<class names>'"});
+  EXPECT_LT(tracker.largest(), std::size_t{1} << 20);
+}
+
+// Values near the largest double are finite, so the readers accept them; the statistics built on
+// them must not overflow to inf and turn the dataset into NaN (found by fuzzing the pima loader:
+// its mean imputation and the standardisation summed 1e308 + 1e308).
+TEST(DataStandardize, ValuesNearTheLargestDoubleStayFinite) {
+  Matrix<double> X(2, 2);
+  X(0, 0) = 1e308;
+  X(1, 0) = -1e308;
+  X(0, 1) = 1.7e308;
+  X(1, 1) = 1.7e308;
+  const Standardizer s = Standardizer::fit(X, {0, 1});
+  EXPECT_EQ(s.mean[0], 0.0);
+  EXPECT_EQ(s.sd[0], 1e308);
+  EXPECT_EQ(s.mean[1], 1.7e308);
+  EXPECT_EQ(s.sd[1], 1.0);  // constant column
+  s.apply(X);
+  EXPECT_EQ(X(0, 0), 1.0);
+  EXPECT_EQ(X(1, 0), -1.0);
+  EXPECT_EQ(X(0, 1), 0.0);
+  // The widest spread a double allows still has a finite deviation.
+  Matrix<double> wide(2, 1);
+  wide(0, 0) = 1.7e308;
+  wide(1, 0) = -1.7e308;
+  const Standardizer w = Standardizer::fit(wide, {0});
+  EXPECT_EQ(w.sd[0], 1.7e308);
+  w.apply(wide);
+  EXPECT_EQ(wide(0, 0), 1.0);
+  // A value whose standardised form is beyond the double range (far outside the fitted data):
+  // an error, not inf.
+  Matrix<double> small(2, 1);
+  small(0, 0) = 1.0;
+  small(1, 0) = 2.0;
+  const Standardizer f = Standardizer::fit(small, {0});
+  small(0, 0) = 1.5e308;
+  EXPECT_THROW(f.apply(small), InvalidInput);
+
+  TempDir dir;
+  std::string rows;
+  for (const char* v : {"1e308", "1.5e308"}) {
+    for (int j = 0; j < 8; ++j) rows += std::string(v) + ",";
+    rows += "1\n";
+  }
+  write_bytes(dir.file("pima-diabetes/pima-indians-diabetes.csv"), rows);
+  LoadOptions opts;
+  opts.data_dir = dir.str();
+  for (const bool standardize : {false, true}) {
+    opts.standardize = standardize;
+    const TrainTest tt = load_dataset("pima-diabetes", opts);
+    ASSERT_EQ(tt.train.samples(), 2);
+    for (index_t k = 0; k < tt.train.X.size(); ++k)
+      EXPECT_TRUE(std::isfinite(tt.train.X.data()[k])) << "entry " << k;
+  }
+}
 
 TEST(DataChecksum, Sha256OfKnownContent) {
   TempDir dir;

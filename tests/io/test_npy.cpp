@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -16,6 +17,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "data/alloc_tracker.hpp"
 
 namespace dcalign {
 namespace {
@@ -709,6 +712,43 @@ TEST_F(NpyTest, AbsurdShapeIsRejectedBeforeAllocating) {
       {"truncated data", "4000000000000000 data bytes"});
 }
 
+// A tiny file declaring an empty array with enormous other extents (found by fuzzing: writing
+// such an array back looped over 2^40 matrices) is rejected from its header, before anything
+// is sized by those extents; empty arrays of plausible shape still read.
+TEST_F(NpyTest, EmptyArrayWithEnormousExtentsIsRejected) {
+  const auto started = std::chrono::steady_clock::now();
+  testing::AllocationTracker tracker;
+  ExpectAllReadersReject(WriteBytes("a.npy", NpyFile(Dict("<f8", "(0, 1099511627776)"), "")),
+                         {"absurd shape", "(0, 1099511627776)", "empty", "at most 16777216"});
+  ExpectAllReadersReject(WriteBytes("b.npy", NpyFile(Dict("<f4", "(1099511627776, 0, 5)"), "")),
+                         {"absurd shape", "(1099511627776, 0, 5)", "multiply to 5497558138880"});
+  ExpectAllReadersReject(WriteBytes("c.npy", NpyFile(Dict("<f4", "(1152921504606846976, 0)"), "")),
+                         {"absurd shape", "empty"});
+  // Byte counts that overflow are still reported as such.
+  ExpectAllReadersReject(WriteBytes("d.npy", NpyFile(Dict("<f8", "(4611686018427387904, 0)"), "")),
+                         {"absurd shape", "overflows int64"});
+  // Every rejection above comes from the header alone: no allocation or loop of that size.
+  EXPECT_LT(tracker.largest(), std::size_t{1} << 20);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), 5.0);
+
+  // At the bound, an empty array reads (and writes back without a row buffer of its width).
+  const std::string edge = WriteBytes("e.npy", NpyFile(Dict("<f8", "(0, 16777216)"), ""));
+  const Matrix<double> m = read_npy_matrix<double>(edge);
+  EXPECT_EQ(m.rows(), 0);
+  EXPECT_EQ(m.cols(), 16777216);
+  const Stack<float> s =
+      read_npy_stack<float>(WriteBytes("f.npy", NpyFile(Dict("<f4", "(4096, 0, 4096)"), "")));
+  EXPECT_EQ(s.count(), 4096);
+  EXPECT_EQ(s.cols(), 4096);
+  ExpectAllReadersReject(WriteBytes("g.npy", NpyFile(Dict("<f8", "(0, 16777217)"), "")),
+                         {"absurd shape", "at most 16777216"});
+  // The writer needs no memory for an empty array, whatever its other extents.
+  const testing::AllocationTracker write_tracker;
+  write_npy(Path("w.npy"), Matrix<double>(0, index_t{1} << 40).view());
+  EXPECT_LT(write_tracker.largest(), std::size_t{1} << 20);
+  EXPECT_LE(ReadAll(Path("w.npy")).size(), 256u);
+}
+
 TEST_F(NpyTest, TruncatedData) {
   const std::string file = NpyFile(Dict("<f8", "(3, 4)"), F8Bytes(Grid34()));
   ExpectAllReadersReject(
@@ -732,12 +772,39 @@ TEST_F(NpyTest, WriteFailuresNameThePath) {
   const Stack<float> s = TestStack<float>(2, 2, 2);
   const std::string missing_dir = Path("no_such_dir/out.npy");
   EXPECT_TRUE(ThrowsIoError([&] { write_npy(missing_dir, m.view()); }, missing_dir,
-                            {"cannot write", "No such file or directory"}));
+                            {"cannot write", "does not exist"}));
   EXPECT_TRUE(
       ThrowsIoError([&] { write_npy(missing_dir, s.view()); }, missing_dir, {"cannot write"}));
   const std::string dir = Path("");
   EXPECT_TRUE(ThrowsIoError([&] { write_npy(dir, m.view()); }, dir, {"cannot write"}));
   EXPECT_FALSE(fs::exists(missing_dir));
+}
+
+// write_npy replaces its destination atomically (a temporary beside it, renamed into place): a
+// symbolic link at the destination is replaced by the new file and its target left untouched,
+// and a failed write leaves no temporary behind.
+TEST_F(NpyTest, WriteReplacesTheDestinationAtomically) {
+  const Matrix<double> m = TestMatrix<double>(3, 2);
+  const std::string target = Path("target.txt"), link = Path("link.npy");
+  { std::ofstream(target) << "keep me"; }
+  fs::create_symlink(target, link);
+  write_npy(link, m.view());
+  EXPECT_FALSE(fs::is_symlink(link));
+  EXPECT_EQ(read_npy_matrix<double>(link).values(), m.values());
+  std::ifstream in(target);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "keep me");
+  // A directory in the way: an error naming it, and nothing left in the folder but what was there.
+  const std::string dir = Path("subdir");
+  fs::create_directory(dir);
+  EXPECT_TRUE(ThrowsIoError([&] { write_npy(dir, m.view()); }, dir, {"is a directory"}));
+  size_t entries = 0;
+  for (const auto& e : fs::directory_iterator(Path(""))) {
+    (void)e;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 3u);  // target.txt, link.npy, subdir
 }
 
 }  // namespace
