@@ -123,6 +123,14 @@ CallOptions parse_options(const std::string& method, const py::dict& kw) {
       a.gopp_tolerance = get_float(k, v);
     } else if (k == "gopp_max_iterations") {
       a.gopp_max_iterations = get_int(k, v, 1);
+    } else if (k == "rdp_eta") {
+      a.rdp_eta = get_float(k, v);
+    } else if (k == "rdp_gradient_tolerance") {
+      a.rdp_gradient_tolerance = get_float(k, v);
+    } else if (k == "rdp_max_iterations") {
+      a.rdp_max_iterations = get_int(k, v, 1);
+    } else if (k == "rdp_memory") {
+      a.rdp_memory = get_int(k, v, 1);
     } else if (k == "polar") {
       a.polar = parse_polar_method(get_str(k, v));
     } else if (k == "threads") {

@@ -9,7 +9,12 @@
 //              the generalized eigenproblem S v = lambda T v of papers 000/003/004.
 //   GOPP       paper 003 App. B / 004 sec. 3.4: alternating minimisation of
 //              sum_i ||A_i G_i - Z||_F^2 over orthogonal G_i and Z, from Z = U or the ODC target.
+//   OPP        paper 004 eqs. 17-19: G_i = polar(A_i^T U), U as for Imakura (GOPP's first step).
+//   RDP        paper 004 eqs. 24-25: L-BFGS on 1/2 sum_ij ||A_i G_i - A_j G_j||_F^2 +
+//              eta sum_i (log det(G_i^T G_i))^2 over full-rank G_i, from the LS (Imakura, R = I)
+//              or the OPP solution (rdp-ls, rdp-opp).
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,7 +25,7 @@
 
 namespace dcalign {
 
-enum class Method { odc, imakura, kawakami, gopp };
+enum class Method { odc, imakura, kawakami, gopp, opp, rdp_ls, rdp_opp };
 Method parse_method(const std::string& name);
 std::string to_string(Method m);
 
@@ -47,16 +52,27 @@ struct AlignOptions {
   RightFactor right = RightFactor::identity;
   Matrix<double> right_matrix;  ///< R when right == supplied (l x l, invertible)
 
-  SvdOptions svd;  ///< Imakura, Kawakami, GOPP's spectral start
+  SvdOptions svd;  ///< Imakura, Kawakami, GOPP's spectral start, OPP, RDP's starts
   KawakamiForm kawakami_form = KawakamiForm::qr_svd;
 
-  /// How ODC and GOPP take the polar factors: one SVD per user, the batched Newton iteration,
+  /// How ODC, GOPP and OPP take the polar factors: one SVD per user, the batched Newton iteration,
   /// or the measured faster of the two for the backend and shape (include/dcalign/polar.hpp).
   PolarMethod polar = PolarMethod::automatic;
 
   GoppInit gopp_init = GoppInit::spectral;
   double gopp_tolerance = 1e-10;  ///< stop when the relative objective decrease is below
   index_t gopp_max_iterations = 200;
+
+  /// RDP's penalty weight relative to the anchors' energy: eq. 24's eta is rdp_eta * s with
+  /// s = (1/c) sum_i ||A_i||_F^2, so that scaling the anchors does not change the minimiser and
+  /// rdp-ls and rdp-opp solve the same problem. Provisional default (the paper gives none).
+  double rdp_eta = 1e-2;
+  /// Stop when ||grad f(G)||_F <= this * sum_i ||A_i||_F^2. Manopt's tolgradnorm (1e-6) is
+  /// absolute; relative here because f scales with the anchors and an absolute 1e-6 lies below
+  /// the rounding floor of the line search at the paper's sizes (src/core/rdp.cpp).
+  double rdp_gradient_tolerance = 1e-6;
+  index_t rdp_max_iterations = 1000;  ///< Manopt rlbfgs' maxiter
+  index_t rdp_memory = 30;            ///< L-BFGS memory (Manopt rlbfgs' memory)
 
   /// A_i is declared rank deficient when sigma_min / sigma_max of the matrix the method
   /// factorises is at or below this; negative means the default l * eps(T), the threshold of
@@ -78,22 +94,26 @@ struct AlignReport {
   std::string precision;
   index_t users = 0, anchor_rows = 0, dim = 0;
   /// sum_i ||A_i G_i - Z||_F^2 with the method's target Z (Imakura: U R, ODC: A_r O or the
-  /// given target, GOPP: the final Z). Kawakami-DC has no target: Z is the mean of A_i G_i.
+  /// given target, GOPP: the final Z, OPP: U). Kawakami-DC has no target: Z is the mean of
+  /// A_i G_i. RDP: the value of eq. 24 that it minimised (its Z, the mean, is for enrolment).
   double objective = 0.0;
   /// sum_i ||A_i G_i - Zbar||_F^2 with Zbar = mean_i A_i G_i; equals the pairwise objective
   /// sum_{i,j} ||A_i G_i - A_j G_j||_F^2 / (2c), comparable across methods. NaN (JSON null)
-  /// unless AlignOptions::evaluate_consensus, Kawakami-DC or GOPP (where Z is that mean).
+  /// unless AlignOptions::evaluate_consensus, Kawakami-DC, GOPP (where Z is that mean) or RDP.
   double consensus_objective = 0.0;
   /// max_i ||G_i^T G_i - I||_F.
   double orthogonality_error = 0.0;
   /// Method-specific residual of the factorisation, e.g. Kawakami's max_k |sum_i ||A_i g_ik||^2 -
   /// 1|.
   double constraint_error = 0.0;
-  /// Smallest sigma_min / sigma_max over users of the matrices the method factorised.
+  /// Smallest sigma_min / sigma_max over users of the matrices the method factorised (RDP: of
+  /// its G_i, as the lower bound 1 / (||G_i||_F ||G_i^{-1}||_F)).
   double min_rank_ratio = 0.0;
-  index_t iterations = 0;  ///< GOPP (and iterative polar on GPUs)
+  index_t iterations = 0;  ///< GOPP, RDP (and iterative polar on GPUs)
   bool converged = true;
-  std::vector<double> objective_history;                ///< GOPP: objective after each iteration
+  /// RDP: ||grad f||_F at the result (NaN, JSON null, for the other methods).
+  double gradient_norm = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> objective_history;  ///< GOPP, RDP: objective after each iteration
   std::vector<std::pair<std::string, double>> seconds;  ///< phase -> seconds, in order
   double total_seconds = 0.0;
   bool evaluated = false;

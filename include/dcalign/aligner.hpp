@@ -15,6 +15,9 @@
 //                It is not what re-solving Kawakami-DC on c + 1 users gives (that changes every
 //                G_i, and the new user's columns are not normalised by the constraint of problem
 //                (47)); it is what keeps the others' G_i valid.
+//   OPP          as ODC, against its target U_1 (paper 004 eqs. 17-19): the batch G_i exactly.
+//   RDP          (rdp-ls, rdp-opp) as Kawakami-DC: Zbar = (1/c) sum_i A_i G_i, which RDP returns
+//                as its target, and G_new = A_new^+ Zbar.
 //
 // A saved model is a directory holding two files:
 //   model.json   format "dcalign-aligner", format_version, dcalign_version, method, precision,

@@ -116,14 +116,15 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
     anchors : array (c, a, l), float32 or float64 (the precision of the computation); a NumPy
         array or a CPU torch.Tensor. Each A[i] Fortran-ordered with slices back to back is read
         in place; any other layout is copied once.
-    method : "odc" | "imakura" | "kawakami" | "gopp"
+    method : "odc" | "imakura" | "kawakami" | "gopp" | "opp" | "rdp-ls" | "rdp-opp"
     **options : the long options of ``dcalign align`` with underscores:
         seed (int), reference_user (int, 0-based), target_rotation ("haar" | "identity"),
         rotation (l x l array O), target (a x l array Z), right ("identity" | "uniform"),
         svd ("exact" | "randomized"), oversampling (int), power_iterations (int),
         kawakami_form ("qr-svd" | "eigen"), gopp_init ("spectral" | "odc"),
-        gopp_tolerance (float), gopp_max_iterations (int), polar ("auto" | "svd" |
-        "iterative"), threads (int, 0: all cores), device ("cpu" | "cuda"),
+        gopp_tolerance (float), gopp_max_iterations (int), rdp_eta (float),
+        rdp_gradient_tolerance (float), rdp_max_iterations (int), rdp_memory (int),
+        polar ("auto" | "svd" | "iterative"), threads (int, 0: all cores), device ("cpu" | "cuda"),
         evaluate (bool, default True; the CLI's --no-evaluate is evaluate=False),
         consensus (bool).
 

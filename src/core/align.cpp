@@ -37,13 +37,19 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
     if (anchors_sq < 0) anchors_sq = sum(p.inner_products(ctx.A, ctx.A));
     return anchors_sq;
   };
-  const bool orthogonal = method == Method::odc || method == Method::gopp;
+  const bool orthogonal = method == Method::odc || method == Method::gopp || method == Method::opp;
+  const bool rdp = method == Method::rdp_ls || method == Method::rdp_opp;
   r.consensus_objective = std::numeric_limits<double>::quiet_NaN();
-  if (method == Method::gopp) {
+  if (rdp) {
+    // The value of eq. 24 that L-BFGS minimised, tracked by the method; Z is the mean of the
+    // A_i G_i, so the residuals against it are the consensus objective (a direct sum).
+    r.objective = r.objective_history.empty() ? 0.0 : r.objective_history.back();
+    r.consensus_objective = sum(p.residuals(ctx.A, G, target));
+  } else if (method == Method::gopp) {
     // Z is the mean of the A_i G_i: the tracked objective is the consensus objective too.
     r.objective = r.objective_history.empty() ? 0.0 : r.objective_history.back();
     r.consensus_objective = r.objective;
-  } else if (method == Method::odc && ctx.products.data()) {
+  } else if ((method == Method::odc || method == Method::opp) && ctx.products.data()) {
     // ||A_i G_i - Z||^2 = ||A_i||^2 + ||Z||^2 - 2 <G_i, A_i^T Z> for orthogonal G_i, from the
     // products M_i the Procrustes step computed. Its rounding is eps * sum_i ||A_i||^2, not
     // eps^2 as for the direct sum; the orthogonality error says how exact the identity is.
@@ -54,7 +60,7 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
     r.objective = sum(p.residuals(ctx.A, G, target));
   }
   if (ctx.opts.evaluate_consensus || method == Method::kawakami) {
-    if (method != Method::gopp) {
+    if (method != Method::gopp && !rdp) {
       Buffer<T> zbar = p.allocate(a * l), gv = p.allocate(c * l * l);
       p.vstack(G, MatrixView<T>(gv.data(), c * l, l));
       p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(),
@@ -112,6 +118,8 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   // procrustes_step); methods that begin with an SVD or QR of the anchors scan first, because
   // LAPACK's behaviour on NaN input is unspecified.
   if (opts.method == Method::imakura || opts.method == Method::kawakami ||
+      opts.method == Method::opp || opts.method == Method::rdp_ls ||
+      opts.method == Method::rdp_opp ||
       (opts.method == Method::gopp && opts.gopp_init == GoppInit::spectral)) {
     validate_anchor_values(p, anchors);
     ctx.values_checked = true;
@@ -135,6 +143,13 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
       break;
     case Method::gopp:
       core::run_gopp(ctx, Z);
+      break;
+    case Method::opp:
+      core::run_opp(ctx, Z);
+      break;
+    case Method::rdp_ls:
+    case Method::rdp_opp:
+      core::run_rdp(ctx, Z);
       break;
   }
   if (!p.all_finite(G.data(), G.size()))

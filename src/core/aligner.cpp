@@ -49,8 +49,9 @@ const char* precision_name() {
   return std::is_same_v<T, float> ? "float32" : "float64";
 }
 
-// ODC and GOPP have orthogonal G_i and enrol by the Procrustes step; the others by least squares.
-bool procrustes(Method m) { return m == Method::odc || m == Method::gopp; }
+// ODC, GOPP and OPP have orthogonal G_i and enrol by the Procrustes step; the others (RDP
+// against its target, the mean of the A_i G_i) by least squares.
+bool procrustes(Method m) { return m == Method::odc || m == Method::gopp || m == Method::opp; }
 
 std::string shape_string(index_t r, index_t c) {
   return std::to_string(r) + " x " + std::to_string(c);
@@ -253,6 +254,12 @@ std::vector<std::string> option_keys(Method m) {
       return {"right", "seed", "svd"};
     case Method::kawakami:
       return {"form", "svd"};
+    case Method::opp:
+      return {"svd", "polar"};
+    case Method::rdp_ls:
+    case Method::rdp_opp:
+      return {"eta",   "gradient_tolerance", "max_iterations", "memory", "svd",
+              "polar", "iterations",         "converged"};
   }
   return {};
 }
@@ -471,7 +478,7 @@ Parsed parse_model(const std::string& dir) {
         opts.gopp_init = in.choice(o, "init", parse_gopp_init, w);
         read_svd();
         opts.gopp_tolerance = in.number(o, "tolerance", w);
-        opts.gopp_max_iterations = in.integer(o, "max_iterations", 0, w);
+        opts.gopp_max_iterations = in.integer(o, "max_iterations", 1, w);
         m.iterations = in.integer(o, "iterations", 0, w);
         m.converged = in.boolean(o, "converged", w);
       }
@@ -484,6 +491,21 @@ Parsed parse_model(const std::string& dir) {
     case Method::kawakami:
       opts.kawakami_form = in.choice(o, "form", parse_kawakami_form, w);
       read_svd();
+      break;
+    case Method::opp:
+      read_svd();
+      opts.polar = in.choice(o, "polar", parse_polar_method, w);
+      break;
+    case Method::rdp_ls:
+    case Method::rdp_opp:
+      opts.rdp_eta = in.number(o, "eta", w);
+      opts.rdp_gradient_tolerance = in.number(o, "gradient_tolerance", w);
+      opts.rdp_max_iterations = in.integer(o, "max_iterations", 1, w);
+      opts.rdp_memory = in.integer(o, "memory", 1, w);
+      read_svd();
+      opts.polar = in.choice(o, "polar", parse_polar_method, w);
+      m.iterations = in.integer(o, "iterations", 0, w);
+      m.converged = in.boolean(o, "converged", w);
       break;
   }
   return m;
@@ -696,6 +718,21 @@ void Aligner<T>::save(const std::string& dir) const {
     case Method::kawakami:
       o["form"] = name_of(opts_.kawakami_form);
       o["svd"] = svd_json(opts_.svd);
+      break;
+    case Method::opp:
+      o["svd"] = svd_json(opts_.svd);
+      o["polar"] = to_string(opts_.polar);
+      break;
+    case Method::rdp_ls:
+    case Method::rdp_opp:
+      o["eta"] = opts_.rdp_eta;
+      o["gradient_tolerance"] = opts_.rdp_gradient_tolerance;
+      o["max_iterations"] = opts_.rdp_max_iterations;
+      o["memory"] = opts_.rdp_memory;
+      o["svd"] = svd_json(opts_.svd);
+      o["polar"] = to_string(opts_.polar);
+      o["iterations"] = iterations_;
+      o["converged"] = converged_;
       break;
   }
   j["options"] = o;

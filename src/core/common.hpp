@@ -72,8 +72,23 @@ void spectral_basis(Context<T>& ctx, MatrixView<T> U);
 template <typename T>
 PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch);
 
+/// The ODC step on a target already in place: G_i = polar(A_i^T Z) through procrustes_step,
+/// keeping the products in ctx.products for the evaluation, then the rank check (`what` names
+/// the matrices A_i^T Z in its message). ODC and OPP differ only in their Z.
+template <typename T>
+void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::string& what);
+
 template <typename T>
 void run_odc(Context<T>& ctx, MatrixView<T> target);
+template <typename T>
+void run_opp(Context<T>& ctx, MatrixView<T> target);
+template <typename T>
+void run_rdp(Context<T>& ctx, MatrixView<T> target);
+/// The function RDP minimises (eq. 24 with the absolute weight eta) at the stack G (c x l x l,
+/// contiguous, host), its gradient written to grad (same shape); +inf for a singular G_i when
+/// eta > 0. The same code as in run_rdp, exposed for the tests' finite differences.
+double rdp_objective(Primitives<double>& p, StackView<const double> A, const double* G, double eta,
+                     double* grad);
 template <typename T>
 void run_imakura(Context<T>& ctx, MatrixView<T> target);
 template <typename T>

@@ -44,6 +44,12 @@ std::string to_string(Method m) {
       return "kawakami";
     case Method::gopp:
       return "gopp";
+    case Method::opp:
+      return "opp";
+    case Method::rdp_ls:
+      return "rdp-ls";
+    case Method::rdp_opp:
+      return "rdp-opp";
   }
   return "?";
 }
@@ -53,7 +59,10 @@ Method parse_method(const std::string& name) {
   if (n == "imakura" || n == "imakuradc") return Method::imakura;
   if (n == "kawakami" || n == "kawakamidc") return Method::kawakami;
   if (n == "gopp" || n == "odcgopp") return Method::gopp;
-  unknown("alignment method", name, "odc, imakura, kawakami, gopp");
+  if (n == "opp" || n == "oppu1") return Method::opp;
+  if (n == "rdpls") return Method::rdp_ls;
+  if (n == "rdpopp") return Method::rdp_opp;
+  unknown("alignment method", name, "odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp");
 }
 
 TargetRotation parse_target_rotation(const std::string& name) {

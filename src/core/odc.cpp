@@ -12,7 +12,7 @@ namespace dcalign::core {
 template <typename T>
 void run_odc(Context<T>& ctx, MatrixView<T> target) {
   auto& p = ctx.p;
-  const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.users();
+  const index_t a = ctx.rows(), l = ctx.dim();
   MatrixView<T> Z = target;  // align_resident always provides it for targeted methods
   if (ctx.opts.target.size() > 0) {
     const auto& given = ctx.opts.target;
@@ -29,9 +29,16 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
            MatrixView<const T>(o.data(), l, l), T(0), Z);
   }
   ctx.timer.lap("target");
+  procrustes_to_target(
+      ctx, MatrixView<const T>(Z),
+      ctx.opts.target.size() > 0 ? "A_i^T Z" : "A_i^T A_r O (r the reference user)");
+}
 
-  ctx.products = p.allocate(c * l * l);
-  PolarInfo<T> info = procrustes_step(ctx, MatrixView<const T>(Z), ctx.products.data());
+template <typename T>
+void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::string& what) {
+  const index_t l = ctx.dim(), c = ctx.users();
+  ctx.products = ctx.p.allocate(c * l * l);
+  PolarInfo<T> info = procrustes_step(ctx, Z, ctx.products.data());
   ctx.timer.lap("procrustes");
 
   std::vector<T> ratio(static_cast<size_t>(c));
@@ -39,11 +46,14 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
     ratio[k] = info.sigma_max[k] > 0 ? info.sigma_min[k] / info.sigma_max[k] : T(0);
   ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
   ctx.report.iterations = info.max_iterations;
-  check_rank(ratio, ctx.rank_tolerance,
-             ctx.opts.target.size() > 0 ? "A_i^T Z" : "A_i^T A_r O (r the reference user)");
+  check_rank(ratio, ctx.rank_tolerance, what);
 }
 
 template void run_odc<float>(Context<float>&, MatrixView<float>);
 template void run_odc<double>(Context<double>&, MatrixView<double>);
+template void procrustes_to_target<float>(Context<float>&, MatrixView<const float>,
+                                          const std::string&);
+template void procrustes_to_target<double>(Context<double>&, MatrixView<const double>,
+                                           const std::string&);
 
 }  // namespace dcalign::core

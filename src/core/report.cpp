@@ -30,6 +30,7 @@ std::string AlignReport::to_json(int indent) const {
   j["min_rank_ratio"] = min_rank_ratio;
   j["iterations"] = iterations;
   j["converged"] = converged;
+  j["gradient_norm"] = std::isnan(gradient_norm) ? nullptr : nlohmann::ordered_json(gradient_norm);
   if (!objective_history.empty()) j["objective_history"] = objective_history;
   nlohmann::ordered_json s = nlohmann::ordered_json::object();
   for (const auto& [name, sec] : seconds) s[name] = sec;

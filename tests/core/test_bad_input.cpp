@@ -89,6 +89,20 @@ TEST(BadInput, ReferenceUserOutOfRange) {
   expect_invalid([&] { align(good_anchors(), opts); }, {"reference user 4", "4 users"});
 }
 
+// Issue 12 class 1 in the library: GOPP with no iteration would return an all-zero G.
+TEST(BadInput, GoppNeedsAtLeastOneIterationAndAFiniteTolerance) {
+  AlignOptions opts;
+  opts.method = Method::gopp;
+  opts.gopp_max_iterations = 0;
+  expect_invalid([&] { align(good_anchors(), opts); }, {"gopp_max_iterations = 0", ">= 1"});
+  opts.gopp_max_iterations = 1;
+  opts.gopp_tolerance = std::numeric_limits<double>::quiet_NaN();
+  expect_invalid([&] { align(good_anchors(), opts); }, {"gopp_tolerance", "finite"});
+  opts.gopp_tolerance = 0;
+  const auto res = align(good_anchors(), opts);
+  EXPECT_LT(res.report.orthogonality_error, 1e-12);
+}
+
 TEST(BadInput, SuppliedRotationNotOrthogonal) {
   AlignOptions opts;
   opts.rotation = TargetRotation::supplied;
