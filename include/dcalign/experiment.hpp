@@ -3,9 +3,13 @@
 // experiment: dataset, user partition, secret bases under a condition of eq. 92, released
 // representations, alignment, downstream model on the stacked aligned data, evaluation on the
 // users' test data mapped with their own F_i G_i (eq. 9); Central and Local baselines; trials
-// with mean and 95% confidence intervals.
+// with mean and 95% confidence intervals. protocol = "nri-dc" runs paper 004's Algorithm 1
+// instead (src/experiment/nri_dc.hpp): the workers release PCA representations of noisy copies
+// of their data, the master returns only labels of the anchor, and each worker trains its own
+// model on the anchor and those labels.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +20,9 @@ namespace dcalign::experiment {
 
 struct Config {
   std::string name = "experiment";
+  /// "dc" (paper 001, Algorithm 1) or "nri-dc" (paper 004, Algorithm 1 with section 4.1's
+  /// experiment: hard anchor labels returned to the workers, ROC-AUC averaged over workers).
+  std::string protocol = "dc";
   std::string source;    ///< the TOML file it was read from (for the record)
   std::string dataset;   ///< a name from data::dataset_names()
   std::string data_dir;  ///< empty: $DCALIGN_DATA, else the compiled default
@@ -24,22 +31,41 @@ struct Config {
   double dirichlet_alpha = 0.5;
   index_t users = 10;              ///< c
   index_t samples_per_user = 100;  ///< n_i
-  index_t test_samples = 0;        ///< 0: the whole official test set; else a random subset
+  /// 0: the whole official test set; else a random subset of it. A dataset without an official
+  /// test split needs it: every trial then draws its own test set of this size from the data.
+  index_t test_samples = 0;
   index_t anchor_rows = 1000;      ///< a
   std::string anchor = "uniform";  ///< uniform | normal
   index_t dim = 50;                ///< l; 0 means floor(dim_fraction * m)
   double dim_fraction = 0.0;
-  bool center = false;  ///< PCA (centred) instead of plain SVD for V_i
-  /// ODC's target rotation O in A_1 O: "haar" (a fresh random one per trial) or "identity".
+  /// PCA (centred) instead of plain SVD for V_i. Unset: the protocol's default, false for "dc"
+  /// and true for "nri-dc" (scikit-learn's PCA, which subtracts the mean it was fitted on).
+  std::optional<bool> center;
+  bool centered() const {
+    return center.value_or(protocol == "nri-dc");
+  }  /// ODC's target rotation O in A_1 O: "haar" (a fresh random one per trial) or "identity".
   std::string odc_rotation = "haar";
   /// Imakura-DC's right factor R in Z = U R: "identity" or "uniform" (a random invertible one).
   std::string imakura_right = "identity";
-  /// Who maps the test set: "own" (each user its share with F_i G_i, paper eq. 9) or "first"
-  /// (user 1 maps all of it with F_1 G_1).
-  std::string test_holder = "own";
+  /// Who holds the test set: "own" (each user its share, mapped with F_i G_i, paper eq. 9),
+  /// "first" (user 1 holds all of it and maps it with F_1 G_1; Local scores user 1 alone) or,
+  /// for "nri-dc" only, "shared" (every worker holds the same test set, paper 004 section 4.1).
+  /// Unset: "own" for "dc", "shared" for "nri-dc".
+  std::optional<std::string> test_holder;
+  std::string holder() const {
+    return test_holder.value_or(protocol == "nri-dc" ? "shared" : "own");
+  }
+  /// NRI-DC: each worker's PCA is fitted on X_i + delta E_i, E_i standard normal (004 sec. 4.1).
+  double nri_delta = 0.05;
+  /// NRI-DC: each worker shuffles the rows of (X_i, Y_i) before release (004 Alg. 1 step 2).
+  bool nri_permute = true;
+  /// Secret-basis conditions of the "dc" protocol ("nri-dc" has none: PCA per worker).
   std::vector<SpanCondition> conditions = {SpanCondition::same_span_orth};
-  /// Alignment methods (odc, imakura, kawakami, gopp) and baselines (central, local).
+  /// Alignment methods (odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp) and baselines
+  /// (central, local).
   std::vector<std::string> methods = {"central", "local", "imakura", "kawakami", "odc"};
+  /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
+  std::string kawakami_form = "qr-svd";
   std::vector<std::string> models = {"svm"};  ///< svm | mlp | logreg | knn
   /// accuracy | roc_auc | pr_auc | rmse. AUC metrics make the SVM fit probability outputs.
   std::vector<std::string> metrics = {"accuracy"};
@@ -63,7 +89,10 @@ Config load_config(const std::string& path);
 std::string experiment_name_problem(const std::string& name);
 
 /// One number: one trial, condition, method, model and metric. Central and Local do not depend
-/// on the condition and are reported with condition "-".
+/// on the condition and are reported with condition "-", as is every record of "nri-dc". An
+/// "nri-dc" run also records, per trial, method and model, the metric "constant_workers": the
+/// number of workers whose anchor labels held a single class, so that their model t_i is the
+/// constant predictor (ROC-AUC 0.5).
 struct Record {
   index_t trial = 0;
   std::string condition, method, model, metric;
@@ -87,7 +116,20 @@ Result run(const Config& config, const Progress& progress = {});
 /// <dir>/<name>.md (summary table in the layout of paper 001 Table 7).
 void write_outputs(const Result& result, const std::string& dir);
 
-/// The Markdown summary: mean +- 95% CI half-width (Student t over trials).
+/// The Markdown summary: mean +- 95% CI half-width (Student t over trials). For "nri-dc", per
+/// metric and model the layout of paper 004's tables (rows mean, std, min, 25%, 50%, 75%, max;
+/// columns Central, Local and the methods), then the mean +- 95% CI and the constant workers.
 std::string summary_table(const Result& result);
+
+/// pandas' DataFrame.describe() of a sample: std with the n - 1 divisor (NaN for one value),
+/// quartiles by linear interpolation between order statistics (numpy's default quantile).
+struct Description {
+  index_t count = 0;
+  double mean = 0, std = 0, min = 0, q25 = 0, q50 = 0, q75 = 0, max = 0;
+};
+Description describe(const std::vector<double>& values);
+/// The p-quantile (0 <= p <= 1) of values sorted increasingly: position p (n - 1), linearly
+/// interpolated. Throws InvalidInput for an empty sample or p outside [0, 1].
+double quantile_sorted(const std::vector<double>& sorted, double p);
 
 }  // namespace dcalign::experiment

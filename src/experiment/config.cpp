@@ -11,11 +11,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
 #include <type_traits>
 
+#include "dcalign/checked.hpp"
 #include "dcalign/experiment.hpp"
 
 namespace dcalign::experiment {
@@ -40,6 +42,14 @@ class Reader {
       if (!n->is_boolean()) fail(key, "true or false");
       out = n->value<bool>().value();
     }
+  }
+
+  /// A key whose default depends on other keys: left unset when the file does not have it.
+  template <typename T>
+  void get(const char* key, std::optional<T>& out) {
+    T v{};
+    get(key, v);
+    if (t_.get(key)) out = v;
   }
 
   /// An integer key stored in T: accepted only within [lo, hi] (hi defaults to the largest
@@ -166,6 +176,7 @@ Config load_config(const std::string& path) {
                        "; it names the output files in --out, so it must be a single plain file "
                        "name of letters, digits, '_', '-', '.' and '+', not starting with '.' "
                        "or '-'");
+  r.get("protocol", c.protocol);
   r.get("dataset", c.dataset);
   r.get("data_dir", c.data_dir);
   r.get("verify_checksums", c.verify_checksums);
@@ -182,6 +193,8 @@ Config load_config(const std::string& path) {
   r.get("odc_rotation", c.odc_rotation);
   r.get("imakura_right", c.imakura_right);
   r.get("test_holder", c.test_holder);
+  r.real("nri_delta", c.nri_delta, 0, false, kInf, false);
+  r.get("nri_permute", c.nri_permute);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
   if (t.get("conditions")) {  // present: get_list has rejected an empty list
@@ -189,6 +202,7 @@ Config load_config(const std::string& path) {
     for (const auto& s : conditions) c.conditions.push_back(parse_condition(s));
   }
   r.get_list("methods", c.methods);
+  r.get("kawakami_form", c.kawakami_form);
   r.get_list("models", c.models);
   r.get_list("metrics", c.metrics);
   r.integer("trials", c.trials, 1);
@@ -201,16 +215,31 @@ Config load_config(const std::string& path) {
   r.real("mlp_learning_rate", mo.mlp.learning_rate, 0, true, kInf, false);
   r.real("mlp_alpha", mo.mlp.alpha, 0, false, kInf, false);
   r.integer("mlp_batch_size", mo.mlp.batch_size, 1);
+  r.get("mlp_early_stopping", mo.mlp.early_stopping);
   r.real("svm_C", mo.svm.C, 0, true, kInf, false);
   r.integer("knn_k", mo.knn.k, 1);
   r.reject_unknown();
+  // The protocol allocates users x samples_per_user training rows: a product that does not
+  // even fit 64 bits is rejected here, by the file's name, rather than overflowing later.
+  (void)checked_mul(c.users, c.samples_per_user,
+                    "experiment file '" + path + "': users x samples_per_user");
   if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
   if (c.odc_rotation != "haar" && c.odc_rotation != "identity")
     r.fail("odc_rotation", "\"haar\" or \"identity\"");
   if (c.imakura_right != "identity" && c.imakura_right != "uniform")
     r.fail("imakura_right", "\"identity\" or \"uniform\"");
-  if (c.test_holder != "own" && c.test_holder != "first")
-    r.fail("test_holder", "\"own\" or \"first\"");
+  if (c.protocol != "dc" && c.protocol != "nri-dc") r.fail("protocol", "\"dc\" or \"nri-dc\"");
+  if (c.kawakami_form != "qr-svd" && c.kawakami_form != "eigen")
+    r.fail("kawakami_form", "\"qr-svd\" or \"eigen\"");
+  const std::string holder = c.holder();
+  if (c.protocol == "dc" && holder != "own" && holder != "first")
+    r.fail("test_holder", "\"own\" or \"first\" (\"shared\" needs protocol = \"nri-dc\")");
+  if (c.protocol == "nri-dc" && holder != "own" && holder != "first" && holder != "shared")
+    r.fail("test_holder", "\"own\", \"first\" or \"shared\"");
+  // NRI-DC has no secret-basis conditions (each worker's basis is its own PCA); a file that
+  // sets them expects something the protocol does not do.
+  if (c.protocol == "nri-dc" && t.get("conditions"))
+    r.fail("conditions", "left out for protocol = \"nri-dc\" (every worker uses its own PCA)");
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "dataset_guard.hpp"
 #include "dcalign/data.hpp"
 #include "dcalign/experiment.hpp"
 
@@ -62,6 +63,17 @@ TEST(Experiment, BadConfigsFailBeforeWork) {
   c.dataset = "synthetic";
   c.users = 100;
   expect_fails_fast([&] { experiment::run(c); }, "exceed the 6000 training samples");
+  // Class 7 of issue 12: sizes that overflow 64 bits are named, not wrapped (which would be
+  // undefined behaviour and could pass the comparison), and absurd anchors are refused before
+  // they are allocated.
+  c.users = index_t{1} << 40;
+  c.samples_per_user = index_t{1} << 40;
+  expect_fails_fast([&] { experiment::run(c); },
+                    "users x samples_per_user: 1099511627776 x 1099511627776 does not fit");
+  c = small_mnist();
+  c.dataset = "synthetic";
+  c.anchor_rows = index_t{1} << 40;
+  expect_fails_fast([&] { experiment::run(c); }, "each must be at most 2^31");
   c = small_mnist();
   c.models = {"forest"};
   expect_fails_fast([&] { experiment::run(c); }, "unknown model 'forest'");
@@ -218,7 +230,7 @@ TEST(Experiment, NameMustBeAPlainFileName) {
 }
 
 TEST(Experiment, MnistSmokeOdcSameSpanOrthAbove90Percent) {
-  if (!have_mnist()) GTEST_SKIP() << "MNIST not found under " << data::resolve_data_dir("");
+  DCALIGN_REQUIRE_DATASET(!have_mnist(), "MNIST not found under " << data::resolve_data_dir(""));
   const auto res = experiment::run(small_mnist());
   ASSERT_EQ(res.records.size(), 1u);
   EXPECT_EQ(res.records[0].method, "odc");

@@ -1,0 +1,114 @@
+#include "experiment/common.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "dcalign/random.hpp"
+
+namespace dcalign::experiment {
+
+const std::set<std::string>& align_method_names() {
+  static const std::set<std::string> names = {"odc", "imakura", "kawakami", "gopp",
+                                              "opp", "rdp-ls",  "rdp-opp"};
+  return names;
+}
+
+bool is_align_method(const std::string& method) { return align_method_names().count(method) > 0; }
+
+Matrix<double> vstack(const std::vector<Matrix<double>>& parts) {
+  index_t rows = 0;
+  for (const auto& p : parts) rows += p.rows();
+  const index_t cols = parts.empty() ? 0 : parts[0].cols();
+  Matrix<double> out(rows, cols);
+  index_t r0 = 0;
+  for (const auto& p : parts) {
+    for (index_t j = 0; j < cols; ++j)
+      std::copy(p.data() + j * p.rows(), p.data() + (j + 1) * p.rows(), &out(r0, j));
+    r0 += p.rows();
+  }
+  return out;
+}
+
+std::vector<double> concat(const std::vector<std::vector<double>>& parts) {
+  std::vector<double> out;
+  for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+
+std::uint64_t derive(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
+  Rng r = Rng::stream(seed, a * 1000003ULL + b);
+  return r.next();
+}
+
+Split draw_split(const Config& c, const data::Dataset& train_in, const data::Dataset& test_in,
+                 index_t n_test, index_t trial) {
+  const std::uint64_t s = derive(c.seed, 11, static_cast<std::uint64_t>(trial));
+  data::TrainTest own;
+  const bool split_per_trial = test_in.samples() == 0;
+  if (split_per_trial) own = data::random_split(train_in, n_test, derive(s, 3));
+  const data::Dataset& train = split_per_trial ? own.train : train_in;
+  const data::Dataset& test = split_per_trial ? own.test : test_in;
+  data::Partition part;
+  if (c.partition == "iid")
+    part = data::partition_iid(train.samples(), c.users, c.samples_per_user, s);
+  else if (c.partition == "label-skew")
+    part = data::partition_label_skew(train.y, train.num_classes, c.users, c.samples_per_user, s);
+  else
+    part = data::partition_dirichlet(train.y, train.num_classes, c.users, c.samples_per_user,
+                                     c.dirichlet_alpha, s);
+  std::vector<index_t> test_idx;
+  if (n_test == test.samples()) {
+    test_idx.resize(static_cast<size_t>(n_test));
+    for (index_t i = 0; i < n_test; ++i) test_idx[static_cast<size_t>(i)] = i;
+  } else {
+    test_idx = data::partition_iid(test.samples(), 1, n_test, derive(s, 1))[0];
+  }
+  const auto shares = data::partition_even(n_test, c.users, derive(s, 2));
+  Split sp;
+  for (index_t i = 0; i < c.users; ++i) {
+    sp.X.push_back(data::take_rows(train.X, part[static_cast<size_t>(i)]));
+    sp.y.push_back(data::take(train.y, part[static_cast<size_t>(i)]));
+    std::vector<index_t> mine;
+    for (index_t k : shares[static_cast<size_t>(i)])
+      mine.push_back(test_idx[static_cast<size_t>(k)]);
+    sp.Y.push_back(data::take_rows(test.X, mine));
+    sp.yY.push_back(data::take(test.y, mine));
+  }
+  return sp;
+}
+
+std::map<std::string, double> score(const std::vector<std::string>& metrics,
+                                    const std::vector<double>& y, index_t num_classes,
+                                    const std::function<std::vector<double>()>& predict,
+                                    const std::function<Matrix<double>()>& proba) {
+  std::map<std::string, double> out;
+  std::vector<double> labels;
+  Matrix<double> p;
+  bool have_labels = false;
+  for (const auto& m : metrics) {
+    if (m == "accuracy" || m == "rmse") {
+      if (!have_labels) labels = predict();
+      have_labels = true;
+      out[m] = m == "accuracy" ? learn::accuracy(y, labels) : learn::rmse(y, labels);
+    } else {
+      if (p.size() == 0) p = proba();
+      if (num_classes == 2) {
+        std::vector<double> s(static_cast<size_t>(p.rows()));
+        for (index_t i = 0; i < p.rows(); ++i) s[static_cast<size_t>(i)] = p(i, 1);
+        out[m] = m == "roc_auc" ? learn::roc_auc(y, s) : learn::average_precision(y, s);
+      } else {
+        out[m] = m == "roc_auc" ? learn::roc_auc_ovr(y, p) : learn::average_precision_ovr(y, p);
+      }
+    }
+  }
+  return out;
+}
+
+std::map<std::string, double> score(const learn::Model& h, const Matrix<double>& X,
+                                    const std::vector<double>& y,
+                                    const std::vector<std::string>& metrics, index_t num_classes) {
+  return score(
+      metrics, y, num_classes, [&] { return h.predict(X); }, [&] { return h.predict_proba(X); });
+}
+
+}  // namespace dcalign::experiment

@@ -1,0 +1,55 @@
+#pragma once
+// Pieces the experiment's units share: the method names, stacking, and scoring a model.
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dcalign/data.hpp"
+#include "dcalign/experiment.hpp"
+#include "dcalign/learn.hpp"
+#include "dcalign/matrix.hpp"
+
+namespace dcalign::experiment {
+
+/// The alignment methods a config may name (odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp),
+/// beside the baselines central and local.
+const std::set<std::string>& align_method_names();
+bool is_align_method(const std::string& method);
+
+/// [parts[0]; parts[1]; ...]: the rows of every part, in order.
+Matrix<double> vstack(const std::vector<Matrix<double>>& parts);
+std::vector<double> concat(const std::vector<std::vector<double>>& parts);
+
+/// The metrics (accuracy, roc_auc, pr_auc, rmse) of predictions for true labels y. `predict`
+/// gives the predicted labels, `proba` the n x K probabilities; each is called at most once, and
+/// only when a metric needs it. Binary AUCs use column 1, K > 2 the one-vs-rest macro means.
+std::map<std::string, double> score(const std::vector<std::string>& metrics,
+                                    const std::vector<double>& y, index_t num_classes,
+                                    const std::function<std::vector<double>()>& predict,
+                                    const std::function<Matrix<double>()>& proba);
+/// The same for a fitted model on X.
+std::map<std::string, double> score(const learn::Model& h, const Matrix<double>& X,
+                                    const std::vector<double>& y,
+                                    const std::vector<std::string>& metrics, index_t num_classes);
+
+/// One trial's data: per user its training rows and its share of the test rows (the shares
+/// together are the whole test set).
+struct Split {
+  std::vector<Matrix<double>> X, Y;        // per user: training and test features
+  std::vector<std::vector<double>> y, yY;  // labels
+};
+
+/// Draws trial `trial`'s data from the trial's seed alone. With an official test split
+/// (test.samples() > 0) the users' rows come from `train` and the test rows are all of `test`, or
+/// a random subset of n_test of them. Without one, `train` is the whole dataset and the trial
+/// first splits off its own n_test test rows, so that the test set's variance is part of the
+/// spread over trials.
+Split draw_split(const Config& c, const data::Dataset& train, const data::Dataset& test,
+                 index_t n_test, index_t trial);
+
+/// A seed derived from the run's seed and a purpose (a) and index (b).
+std::uint64_t derive(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0);
+
+}  // namespace dcalign::experiment

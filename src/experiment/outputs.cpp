@@ -1,0 +1,292 @@
+// The outputs of an experiment: the Markdown summary (paper 001 Table 7's layout for "dc",
+// paper 004's tables for "nri-dc") and the JSON, CSV and Markdown files.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "dcalign/experiment.hpp"
+#include "experiment/common.hpp"
+#include "io/staged_outputs.hpp"
+
+namespace dcalign::experiment {
+namespace {
+
+std::string percent_or_raw(const std::string& metric, double v) {
+  char buf[64];
+  if (metric == "rmse")
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f", 100 * v);
+  return buf;
+}
+
+// 004's tables: per metric and model, the summary statistics over trials in rows and Central,
+// Local and the methods in columns; then the mean +- 95% CI and the constant workers.
+std::string nri_summary_table(const Result& r) {
+  const auto& c = r.config;
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
+  for (const auto& rec : r.records) g[{rec.method, rec.model, rec.metric}].push_back(rec.value);
+  std::vector<std::string> columns;
+  for (const char* b : {"central", "local"})
+    if (std::find(c.methods.begin(), c.methods.end(), b) != c.methods.end()) columns.push_back(b);
+  for (const auto& m : c.methods)
+    if (is_align_method(m)) columns.push_back(m);
+  auto number = [](double v, const char* fmt = "%.3f") {
+    if (std::isnan(v)) return std::string("n/a");
+    char buf[64];
+    std::snprintf(buf, sizeof buf, fmt, v);
+    return std::string(buf);
+  };
+  const index_t scored = c.holder() == "first" ? 1 : c.users;
+  std::ostringstream os;
+  os << "NRI-DC (paper 004, Algorithm 1): " << c.users << " workers of " << c.samples_per_user
+     << " samples, test set " << c.holder() << ", anchor " << c.anchor << " with " << c.anchor_rows
+     << " rows, delta = " << c.nri_delta << ", PCA " << (c.centered() ? "centred" : "not centred")
+     << ", permutation " << (c.nri_permute ? "on" : "off")
+     << ". Summary statistics over trials of the metric "
+     << "averaged over workers (std with n - 1, quartiles by linear interpolation, as "
+     << "pandas' describe()).\n\n";
+  for (const auto& metric : c.metrics) {
+    for (const auto& model : c.models) {
+      os << "### " << c.dataset << ", " << metric << ", " << model << ", " << c.trials
+         << " trial(s)\n\n|   |";
+      for (const auto& col : columns) os << " " << col << " |";
+      os << "\n|---|";
+      for (size_t k = 0; k < columns.size(); ++k) os << "---|";
+      os << "\n";
+      std::vector<Description> d;
+      for (const auto& col : columns) {
+        auto it = g.find({col, model, metric});
+        d.push_back(it == g.end() ? Description{0, NAN, NAN, NAN, NAN, NAN, NAN, NAN}
+                                  : describe(it->second));
+      }
+      const std::pair<const char*, double Description::*> rows[] = {
+          {"mean", &Description::mean}, {"std", &Description::std}, {"min", &Description::min},
+          {"25%", &Description::q25},   {"50%", &Description::q50}, {"75%", &Description::q75},
+          {"max", &Description::max}};
+      for (const auto& [label, field] : rows) {
+        os << "| " << label << " |";
+        for (const auto& x : d) os << " " << number(x.*field) << " |";
+        os << "\n";
+      }
+      os << "| mean ± 95% CI |";
+      for (const auto& col : columns) {
+        auto it = g.find({col, model, metric});
+        if (it == g.end()) {
+          os << " n/a |";
+          continue;
+        }
+        const auto s = learn::summarize(it->second);
+        os << " " << number(s.mean) << (s.count > 1 ? " ± " + number(s.half_width) : "") << " |";
+      }
+      os << "\n| constant t_i |";
+      for (const auto& col : columns) {
+        auto it = g.find({col, model, "constant_workers"});
+        if (it == g.end()) {
+          os << " - |";
+          continue;
+        }
+        double total = 0;
+        for (double v : it->second) total += v;
+        os << " " << number(total, "%.0f") << " of "
+           << scored * static_cast<index_t>(it->second.size()) << " |";
+      }
+      os << "\n\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace
+
+double quantile_sorted(const std::vector<double>& sorted, double p) {
+  if (sorted.empty()) throw InvalidInput("quantile: empty sample");
+  if (!(p >= 0 && p <= 1)) throw InvalidInput("quantile: p must be in [0, 1]");
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+Description describe(const std::vector<double>& values) {
+  if (values.empty()) throw InvalidInput("describe: empty sample");
+  std::vector<double> v = values;
+  std::sort(v.begin(), v.end());
+  Description d;
+  d.count = static_cast<index_t>(v.size());
+  for (double x : v) d.mean += x;
+  d.mean /= static_cast<double>(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - d.mean) * (x - d.mean);
+    d.std = std::sqrt(ss / static_cast<double>(v.size() - 1));
+  } else {
+    d.std = NAN;
+  }
+  d.min = v.front();
+  d.q25 = quantile_sorted(v, 0.25);
+  d.q50 = quantile_sorted(v, 0.5);
+  d.q75 = quantile_sorted(v, 0.75);
+  d.max = v.back();
+  return d;
+}
+
+std::string summary_table(const Result& r) {
+  const auto& c = r.config;
+  if (c.protocol == "nri-dc") return nri_summary_table(r);
+  // (condition, method, model, metric) -> values over trials
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> g;
+  for (const auto& rec : r.records)
+    g[{rec.condition, rec.method, rec.model, rec.metric}].push_back(rec.value);
+  auto cell = [&](const std::string& cond, const std::string& method, const std::string& model,
+                  const std::string& metric, bool with_ci) -> std::string {
+    auto it = g.find({cond, method, model, metric});
+    if (it == g.end()) return "n/a";
+    const auto s = learn::summarize(it->second);
+    std::string out = percent_or_raw(metric, s.mean);
+    if (with_ci && s.count > 1) {
+      const double hw = metric == "rmse" ? s.half_width : 100 * s.half_width;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, metric == "rmse" ? " ± %.4f" : " ± %.1f", hw);
+      out += buf;
+    }
+    return out;
+  };
+  std::vector<std::string> dc;
+  for (const auto& m : c.methods)
+    if (is_align_method(m)) dc.push_back(m);
+  std::ostringstream os;
+  for (const auto& metric : c.metrics) {
+    os << "### " << c.dataset << ", " << metric << (metric == "rmse" ? "" : " (%)") << ", "
+       << c.trials << " trial(s), mean";
+    if (c.trials > 1) os << " ± 95% CI";
+    os << "\n\nDC cells list ";
+    for (size_t k = 0; k < dc.size(); ++k) os << (k ? " / " : "") << dc[k];
+    os << ".\n\n| model |";
+    for (auto cond : c.conditions) os << " " << to_string(cond) << " |";
+    os << " Central | Local |\n|---|";
+    for (size_t k = 0; k < c.conditions.size() + 2; ++k) os << "---|";
+    os << "\n";
+    for (const auto& model : c.models) {
+      os << "| " << model << " |";
+      for (auto cond : c.conditions) {
+        os << " ";
+        for (size_t k = 0; k < dc.size(); ++k)
+          os << (k ? " / " : "") << cell(to_string(cond), dc[k], model, metric, dc.size() == 1);
+        os << " |";
+      }
+      os << " " << cell("-", "central", model, metric, true) << " | "
+         << cell("-", "local", model, metric, true) << " |\n";
+    }
+    if (dc.size() > 1 && c.trials > 1) {
+      os << "\nHalf-widths of the 95% CIs of the DC cells:\n\n| model |";
+      for (auto cond : c.conditions) os << " " << to_string(cond) << " |";
+      os << "\n|---|";
+      for (size_t k = 0; k < c.conditions.size(); ++k) os << "---|";
+      os << "\n";
+      for (const auto& model : c.models) {
+        os << "| " << model << " |";
+        for (auto cond : c.conditions) {
+          os << " ";
+          for (size_t k = 0; k < dc.size(); ++k) {
+            auto it = g.find({to_string(cond), dc[k], model, metric});
+            const double hw = it == g.end() ? NAN : learn::summarize(it->second).half_width;
+            os << (k ? " / " : "") << percent_or_raw(metric, hw);
+          }
+          os << " |";
+        }
+        os << "\n";
+      }
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+void write_outputs(const Result& r, const std::string& dir) {
+  if (const auto why = experiment_name_problem(r.config.name); !why.empty())
+    throw InvalidInput("experiment name \"" + r.config.name + "\" " + why +
+                       "; it must be a single plain file name");
+  const std::string base = dir + "/" + r.config.name;
+  nlohmann::ordered_json j;
+  const auto& c = r.config;
+  j["name"] = c.name;
+  j["source"] = c.source;
+  j["machine"] = r.machine;
+  j["wall_seconds"] = r.wall_seconds;
+  nlohmann::ordered_json cfg;
+  cfg["protocol"] = c.protocol;
+  cfg["dataset"] = c.dataset;
+  cfg["partition"] = c.partition;
+  cfg["users"] = c.users;
+  cfg["samples_per_user"] = c.samples_per_user;
+  cfg["test_samples"] = c.test_samples;
+  cfg["anchor_rows"] = c.anchor_rows;
+  cfg["anchor"] = c.anchor;
+  cfg["dim"] = c.dim;
+  cfg["dim_fraction"] = c.dim_fraction;
+  cfg["center"] = c.centered();
+  cfg["odc_rotation"] = c.odc_rotation;
+  cfg["imakura_right"] = c.imakura_right;
+  cfg["kawakami_form"] = c.kawakami_form;
+  cfg["test_holder"] = c.holder();
+  if (c.protocol == "nri-dc") {
+    cfg["nri_delta"] = c.nri_delta;
+    cfg["nri_permute"] = c.nri_permute;
+  } else {
+    std::vector<std::string> conds;
+    for (auto cond : c.conditions) conds.push_back(to_string(cond));
+    cfg["conditions"] = conds;
+  }
+  cfg["methods"] = c.methods;
+  cfg["models"] = c.models;
+  cfg["metrics"] = c.metrics;
+  cfg["trials"] = c.trials;
+  cfg["seed"] = c.seed;
+  cfg["device"] = c.device;
+  cfg["mlp_early_stopping"] = c.model_options.mlp.early_stopping;
+  j["config"] = cfg;
+  nlohmann::ordered_json recs = nlohmann::ordered_json::array();
+  for (const auto& rec : r.records)
+    recs.push_back({{"trial", rec.trial},
+                    {"condition", rec.condition},
+                    {"method", rec.method},
+                    {"model", rec.model},
+                    {"metric", rec.metric},
+                    {"value", rec.value},
+                    {"seconds", rec.seconds}});
+  j["records"] = recs;
+  // The three files are staged beside their destinations and renamed into place together once
+  // all are written: a failed run leaves earlier results untouched.
+  io::StagedOutputs staged;
+  auto write = [&staged](const std::string& path, const std::string& text) {
+    const std::string tmp = staged.stage(path, "experiment output");
+    std::ofstream f(tmp);
+    if (!f) throw IoError("cannot write '" + path + "'");
+    f << text;
+    f.close();
+    if (!f) throw IoError("writing '" + path + "' failed");
+  };
+  write(base + ".json", j.dump(2) + "\n");
+  std::ostringstream csv;
+  csv << "trial,condition,method,model,metric,value,seconds\n";
+  for (const auto& rec : r.records)
+    csv << rec.trial << "," << rec.condition << "," << rec.method << "," << rec.model << ","
+        << rec.metric << "," << rec.value << "," << rec.seconds << "\n";
+  write(base + ".csv", csv.str());
+  std::ostringstream md;
+  md << "# " << c.name << "\n\nMachine: " << r.machine << ". Wall time: " << r.wall_seconds
+     << " s. Command: `dcalign experiment " << (c.source.empty() ? "<config>" : c.source);
+  if (!c.source.empty()) md << " --trials " << c.trials << " --device " << c.device;
+  md << "`.\n\n" << summary_table(r);
+  write(base + ".md", md.str());
+  staged.commit();
+}
+
+}  // namespace dcalign::experiment
