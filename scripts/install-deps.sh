@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs every Debian package dcalign needs to build, test and benchmark.
+# Installs every Debian package dcalign needs to build, test and benchmark (clang and
+# libclang-rt-14-dev, libomp-dev: the libFuzzer targets; llvm: llvm-symbolizer for sanitizer reports).
 # Idempotent: packages already present are left alone.
 set -euo pipefail
 
 PKGS=(
   build-essential cmake ninja-build pkg-config clang-format
+  clang libclang-rt-14-dev libomp-dev llvm
   libopenblas-dev liblapack-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev zlib1g-dev
-  libsvm-dev libtorch-dev libssl-dev
+  libsvm-dev libtorch-dev libssl-dev liblbfgs-dev
   python3 python3-numpy python3-matplotlib
   python3-dev python3-venv python3-pip
 )

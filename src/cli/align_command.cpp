@@ -29,6 +29,15 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
   if (a.gopp_max_iterations < 1)
     range("--gopp-max-iterations", std::to_string(a.gopp_max_iterations), ">= 1");
   if (a.reference_user < 0) range("--reference-user", std::to_string(a.reference_user), ">= 0");
+  if (!std::isfinite(a.rdp_eta) || a.rdp_eta < 0)
+    range("--rdp-eta", std::to_string(a.rdp_eta), "a finite number >= 0");
+  if (!std::isfinite(a.rdp_gradient_tolerance) || a.rdp_gradient_tolerance < 0)
+    range("--rdp-gradient-tolerance", std::to_string(a.rdp_gradient_tolerance),
+          "a finite number >= 0");
+  if (a.rdp_max_iterations < 1 || a.rdp_max_iterations > 1000000000)
+    range("--rdp-max-iterations", std::to_string(a.rdp_max_iterations), "1 to 1e9");
+  if (a.rdp_memory < 1 || a.rdp_memory > 1000)
+    range("--rdp-memory", std::to_string(a.rdp_memory), "1 to 1000");
   check_threads(a.threads);
 
   const Method m = parse_method(a.method);
@@ -48,8 +57,14 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
   only_for("--kawakami-form", {Method::kawakami}, "kawakami");
   for (const char* opt : {"--gopp-init", "--gopp-tolerance", "--gopp-max-iterations"})
     only_for(opt, {Method::gopp}, "gopp");
+  for (const char* opt :
+       {"--rdp-eta", "--rdp-gradient-tolerance", "--rdp-max-iterations", "--rdp-memory"})
+    only_for(opt, {Method::rdp_ls, Method::rdp_opp}, "rdp-ls and rdp-opp");
   // Kawakami-DC has no target matrix Z to write.
-  only_for("--target-out", {Method::odc, Method::gopp, Method::imakura}, "odc, gopp and imakura");
+  only_for(
+      "--target-out",
+      {Method::odc, Method::gopp, Method::imakura, Method::opp, Method::rdp_ls, Method::rdp_opp},
+      "odc, gopp, imakura, opp, rdp-ls and rdp-opp");
 }
 
 AlignOptions make_options(const AlignArgs& a) {
@@ -75,6 +90,10 @@ AlignOptions make_options(const AlignArgs& a) {
   o.polar = parse_polar_method(a.polar);
   o.gopp_tolerance = a.gopp_tolerance;
   o.gopp_max_iterations = a.gopp_max_iterations;
+  o.rdp_eta = a.rdp_eta;
+  o.rdp_gradient_tolerance = a.rdp_gradient_tolerance;
+  o.rdp_max_iterations = a.rdp_max_iterations;
+  o.rdp_memory = a.rdp_memory;
   o.evaluate = !a.no_evaluate;
   o.evaluate_consensus = a.consensus;
   return o;
@@ -135,7 +154,8 @@ void run(const AlignArgs& a) {
 
 void add_align_command(CLI::App& app, AlignArgs& args) {
   auto* cmd = app.add_subcommand("align", "Compute change-of-basis matrices G_i from anchors");
-  cmd->add_option("--method", args.method, "odc | imakura | kawakami | gopp")
+  cmd->add_option("--method", args.method,
+                  "odc | imakura | kawakami | gopp | opp | rdp-ls | rdp-opp")
       ->capture_default_str();
   cmd->add_option("--anchors", args.anchors, "NPY array of shape (c, a, l); slice i is A_i")
       ->required();
@@ -153,9 +173,12 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
   cmd->add_option("--right", args.right, "Imakura's R: identity | uniform")->capture_default_str();
   cmd->add_option("--reference-user", args.reference_user, "ODC reference user r (0-based)")
       ->capture_default_str();
-  cmd->add_option("--device", args.device, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--device", args.device, "cpu | cuda")
+      ->capture_default_str()
+      ->check(device_names());
   cmd->add_option("--precision", args.precision, "float64 | float32")->capture_default_str();
-  cmd->add_option("--svd", args.svd, "exact | randomized (Imakura, Kawakami, GOPP start)")
+  cmd->add_option("--svd", args.svd,
+                  "exact | randomized (Imakura, Kawakami, GOPP start, OPP, RDP starts)")
       ->capture_default_str();
   cmd->add_option("--oversampling", args.oversampling, "randomized SVD oversampling")
       ->capture_default_str();
@@ -163,13 +186,23 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
       ->capture_default_str();
   cmd->add_option("--kawakami-form", args.kawakami_form, "qr-svd | eigen")->capture_default_str();
   cmd->add_option("--polar", args.polar,
-                  "ODC/GOPP polar factors: auto | svd (one SVD per user) | iterative (batched "
+                  "ODC/GOPP/OPP polar factors: auto | svd (one SVD per user) | iterative (batched "
                   "Newton)")
       ->capture_default_str();
   cmd->add_option("--gopp-init", args.gopp_init, "spectral | odc")->capture_default_str();
   cmd->add_option("--gopp-tolerance", args.gopp_tolerance, "relative objective decrease to stop")
       ->capture_default_str();
   cmd->add_option("--gopp-max-iterations", args.gopp_max_iterations, "GOPP iteration cap")
+      ->capture_default_str();
+  cmd->add_option("--rdp-eta", args.rdp_eta,
+                  "RDP penalty weight, relative to the anchors' energy (1/c) sum_i ||A_i||_F^2")
+      ->capture_default_str();
+  cmd->add_option("--rdp-gradient-tolerance", args.rdp_gradient_tolerance,
+                  "RDP: stop when ||grad f||_F <= this * sum_i ||A_i||_F^2")
+      ->capture_default_str();
+  cmd->add_option("--rdp-max-iterations", args.rdp_max_iterations, "RDP L-BFGS iteration cap")
+      ->capture_default_str();
+  cmd->add_option("--rdp-memory", args.rdp_memory, "RDP L-BFGS memory (correction pairs)")
       ->capture_default_str();
   cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
       ->capture_default_str();

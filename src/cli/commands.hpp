@@ -26,6 +26,10 @@ struct AlignArgs {
   int power_iterations = 2;
   double gopp_tolerance = 1e-10;
   long long gopp_max_iterations = 200;
+  double rdp_eta = 1e-2;  ///< defaults as in AlignOptions
+  double rdp_gradient_tolerance = 1e-6;
+  long long rdp_max_iterations = 1000;
+  long long rdp_memory = 30;
   int threads = 0;
   bool no_evaluate = false;
   bool consensus = false;
@@ -41,6 +45,9 @@ struct UsageError : std::runtime_error {
 
 /// Throws UsageError unless 0 <= threads <= max_threads() (--threads of align and enroll).
 void check_threads(long long threads);
+/// CLI11 validator of --device values (cpu, cuda, gpu; any case): others are usage errors.
+CLI::Validator device_names();
+
 /// The largest --threads accepted: 4 x std::thread::hardware_concurrency() (at least 4).
 long long max_threads();
 

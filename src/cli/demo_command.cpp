@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "dcalign/align.hpp"
+#include "dcalign/checked.hpp"
 #include "dcalign/random.hpp"
 #include "dcalign/user.hpp"
 
@@ -38,8 +39,6 @@ double concordance_error(const std::vector<User<double>>& users, const Stack<dou
 
 void run_demo(const DemoArgs& d) {
   const index_t c = d.users, n = d.samples, m = d.features, l = d.dim, a = d.anchor_rows;
-  if (c < 1 || n < 1 || m < 1 || l < 1 || a < 1)
-    throw InvalidInput("demo: every size must be positive");
   auto backend = make_backend(parse_device(d.device));
   // Private data: a shared low-rank structure (rank l + 4) seen through user-specific mixtures,
   // plus noise, so the users' top-l subspaces are close but not identical.
@@ -90,6 +89,29 @@ void run_demo(const DemoArgs& d) {
 
 }  // namespace
 
+// The demo holds every user's data and the anchor in memory at once: bound each size and the
+// total so that a typo fails at once with the option's name instead of in the allocator.
+static void check_demo_args(const DemoArgs& d) {
+  const auto in_range = [](const char* opt, long long v, long long lo, long long hi) {
+    if (v < lo || v > hi)
+      throw UsageError(std::string(opt) + " " + std::to_string(v) + " is out of range: expected " +
+                       std::to_string(lo) + " to " + std::to_string(hi));
+  };
+  in_range("--users", d.users, 1, 10000);
+  in_range("--samples", d.samples, 1, 1000000);
+  in_range("--features", d.features, 1, 100000);
+  in_range("--anchor-rows", d.anchor_rows, 1, 1000000);
+  // l <= min(samples, features): each user's secret basis spans l directions of its data.
+  in_range("--dim", d.dim, 1, std::min(d.samples, d.features));
+  constexpr long long kMaxValues = 1LL << 27;  // 1 GiB of doubles per array
+  const long long data_values = checked_mul(d.users, d.samples, d.features, "demo data");
+  const long long anchor_values = checked_mul(d.anchor_rows, d.features, "demo anchor");
+  if (data_values > kMaxValues || anchor_values > kMaxValues)
+    throw UsageError("demo: --users x --samples x --features = " + std::to_string(data_values) +
+                     " and --anchor-rows x --features = " + std::to_string(anchor_values) +
+                     " values; each must be at most " + std::to_string(kMaxValues));
+}
+
 void add_demo_command(CLI::App& app, DemoArgs& args) {
   auto* cmd = app.add_subcommand("demo", "Align synthetic users under the four conditions");
   cmd->add_option("--seed", args.seed)->capture_default_str();
@@ -98,8 +120,13 @@ void add_demo_command(CLI::App& app, DemoArgs& args) {
   cmd->add_option("--features", args.features)->capture_default_str();
   cmd->add_option("--dim", args.dim, "latent dimension l")->capture_default_str();
   cmd->add_option("--anchor-rows", args.anchor_rows)->capture_default_str();
-  cmd->add_option("--device", args.device, "cpu | cuda")->capture_default_str();
-  cmd->callback([&args] { run_demo(args); });
+  cmd->add_option("--device", args.device, "cpu | cuda")
+      ->capture_default_str()
+      ->check(device_names());
+  cmd->callback([&args] {
+    check_demo_args(args);
+    run_demo(args);
+  });
 }
 
 }  // namespace dcalign::cli

@@ -76,7 +76,9 @@ void add_enroll_command(CLI::App& app) {
       ->required();
   cmd->add_option("--out", args.out, "output NPY: G_new (l, l), or (k, l, l)")->required();
   cmd->add_option("--report", args.report, "write the JSON enrolment report here");
-  cmd->add_option("--device", args.device, "cpu | cuda")->capture_default_str();
+  cmd->add_option("--device", args.device, "cpu | cuda")
+      ->capture_default_str()
+      ->check(device_names());
   cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
       ->capture_default_str();
   cmd->callback([] {

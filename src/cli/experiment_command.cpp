@@ -19,12 +19,18 @@ void add_experiment_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--data-dir", args.data_dir,
                   "dataset folder (default: $DCALIGN_DATA, then ../shared/datasets)");
-  cmd->add_option("--trials", args.trials, "override the number of trials");
-  cmd->add_option("--device", args.device, "override the device (cpu | cuda)");
-  cmd->callback([] {
+  cmd->add_option("--trials", args.trials, "override the number of trials (>= 1)");
+  cmd->add_option("--device", args.device, "override the device (cpu | cuda)")
+      ->check(device_names());
+  cmd->callback([cmd] {
+    // Only options the user gave are checked (and applied): an explicit --trials must be a
+    // usable count, never ignored.
+    if (cmd->count("--trials") && args.trials < 1)
+      throw UsageError("--trials " + std::to_string(args.trials) +
+                       " is out of range: expected >= 1");
     experiment::Config cfg = experiment::load_config(args.file);
     if (!args.data_dir.empty()) cfg.data_dir = args.data_dir;
-    if (args.trials > 0) cfg.trials = args.trials;
+    if (cmd->count("--trials")) cfg.trials = args.trials;
     if (!args.device.empty()) cfg.device = args.device;
     std::filesystem::create_directories(args.out_dir);
     auto result = experiment::run(

@@ -1,9 +1,11 @@
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "dcalign/backend.hpp"
 #include "dcalign/error.hpp"
 
 namespace dcalign::cli {
@@ -11,6 +13,19 @@ namespace dcalign::cli {
 long long max_threads() {
   const unsigned hw = std::thread::hardware_concurrency();
   return 4LL * (hw == 0 ? 1 : static_cast<long long>(hw));
+}
+
+CLI::Validator device_names() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          (void)parse_device(value);
+          return {};
+        } catch (const dcalign::Error&) {
+          return "unknown device '" + value + "': expected cpu or cuda";
+        }
+      },
+      "cpu|cuda", "device name");
 }
 
 void check_threads(long long threads) {
@@ -32,6 +47,10 @@ int run_app(CLI::App& app, int argc, char** argv) {
     return 2;
   } catch (const dcalign::Error& e) {
     std::cerr << "dcalign: error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "dcalign: error: out of memory (a memory allocation failed; smaller inputs or "
+                 "fewer threads may fit)\n";
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "dcalign: error: " << e.what() << "\n";

@@ -2,7 +2,9 @@
 // (1) no wrong success: meaningless option values and options the method ignores are usage
 // errors (status 2) before any work; (2) no lost or partial files: a run that fails changes no
 // existing output and leaves no temporary behind, and outputs replace a symbolic link rather
-// than writing through it; (3) bounded resources: --threads is capped at 4 x the cores.
+// than writing through it, for the experiment's result files too; (3) bounded resources:
+// --threads is capped at 4 x the cores, the demo's sizes are bounded; (4) values that change on
+// the way in: an explicit experiment --trials or --device is checked, never silently ignored.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -179,6 +181,66 @@ TEST_F(Hardening, ThreadCountIsBounded) {
   EXPECT_NE(r.err.find("--threads 100000 is out of range"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(path("Gnew.npy")));
   EXPECT_TRUE(temporaries().empty());
+}
+
+// Class 4: the experiment's and demo's options are range-checked when given (status 2, the
+// option and the accepted range named), and --device names are checked by every command.
+TEST_F(Hardening, ExperimentAndDemoOptionsAreChecked) {
+  struct Case {
+    std::string args, fragment;
+  };
+  std::vector<Case> cases = {
+      {"demo --users 0", "--users 0 is out of range: expected 1 to 10000"},
+      {"demo --users 100000000", "--users 100000000 is out of range"},
+      {"demo --samples -5", "--samples -5 is out of range"},
+      {"demo --features 10 --dim 11", "--dim 11 is out of range: expected 1 to 10"},
+      {"demo --users 10000 --samples 100000 --features 1000",
+       "demo: --users x --samples x --features = 1000000000000"},
+      {"demo --device tpu", "unknown device 'tpu': expected cpu or cuda"},
+      {align("--device tpu"), "unknown device 'tpu'"},
+  };
+#ifdef DCALIGN_CLI_HAS_EXPERIMENT
+  write_text("e.toml", "name = \"e\"\ndataset = \"synthetic\"\n");
+  for (const char* t : {"0", "-3"})
+    cases.push_back({"experiment " + path("e.toml") + " --out " + path("res") + " --trials " + t,
+                     std::string("--trials ") + t + " is out of range: expected >= 1"});
+  cases.push_back({"experiment " + path("e.toml") + " --device tpu", "unknown device 'tpu'"});
+#endif
+  for (const auto& c : cases) {
+    const auto r = run(c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.fragment), std::string::npos)
+        << "'" << c.fragment << "' not in " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(path("res")));
+}
+
+// Class 2 for `dcalign experiment`: its JSON, CSV and Markdown files appear together or not at
+// all. With the CSV's name taken by a directory the run fails (status 1) after the computation,
+// and the existing JSON is left byte for byte, with no temporary behind.
+TEST_F(Hardening, ExperimentResultsAreReplacedTogether) {
+#ifndef DCALIGN_CLI_HAS_EXPERIMENT
+  GTEST_SKIP() << "built without the experiment layer";
+#else
+  write_text("e.toml",
+             "name = \"e\"\ndataset = \"synthetic\"\nusers = 2\nsamples_per_user = 30\n"
+             "anchor_rows = 40\ndim = 4\nmethods = [\"odc\"]\nmodels = [\"knn\"]\n"
+             "conditions = [\"SameSpan-Orth\"]\n");
+  fs::create_directories(dir_ / "res" / "e.csv");
+  { std::ofstream(path("res/e.json")) << "previous json"; }
+  auto r = run("experiment " + path("e.toml") + " --out " + path("res"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("e.csv' is a directory"), std::string::npos) << r.err;
+  EXPECT_EQ(bytes("res/e.json"), "previous json");
+  EXPECT_FALSE(fs::exists(path("res/e.md")));
+  for (const auto& e : fs::directory_iterator(dir_ / "res"))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+  fs::remove(dir_ / "res" / "e.csv");
+  r = run("experiment " + path("e.toml") + " --out " + path("res"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(bytes("res/e.json").find("\"records\""), std::string::npos);
+  EXPECT_NE(bytes("res/e.csv").find("trial,condition"), std::string::npos);
+#endif
 }
 
 }  // namespace
