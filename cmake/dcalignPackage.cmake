@@ -6,8 +6,8 @@
 # so that another project writes find_package(dcalign 0.2 CONFIG REQUIRED [COMPONENTS ...]).
 # The build tree is a package too: dcalign_DIR=BUILD.
 #
-# Components, one export set each, so that a project that only aligns needs neither LibTorch
-# nor LIBSVM: the core dcalign::dcalign (alignment, user side, NPY) is always imported; data
+# Components, one export set each, so that a project that only aligns needs none of LibTorch,
+# LIBSVM and XGBoost: the core dcalign::dcalign (alignment, user side, NPY) is always imported; data
 # (dcalign::data), learn (dcalign::learn), torch (dcalign::torch, the LibTorch tensor API) and
 # experiment (dcalign::experiment) only when asked for, each with the find_dependency calls of
 # its own link interface (cmake/dcalignConfig.cmake.in).

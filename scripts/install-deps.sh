@@ -10,7 +10,7 @@ PKGS=(
   libopenblas-dev liblapack-dev liblapacke-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev zlib1g-dev
-  libsvm-dev libtorch-dev libssl-dev liblbfgs-dev
+  libsvm-dev libtorch-dev libssl-dev liblbfgs-dev libxgboost-dev
   python3 python3-numpy python3-matplotlib
   python3-dev python3-venv python3-pip
 )

@@ -66,7 +66,7 @@ struct Config {
   std::vector<std::string> methods = {"central", "local", "imakura", "kawakami", "odc"};
   /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
   std::string kawakami_form = "qr-svd";
-  std::vector<std::string> models = {"svm"};  ///< svm | mlp | logreg | knn
+  std::vector<std::string> models = {"svm"};  ///< svm | mlp | logreg | knn | forest
   /// accuracy | roc_auc | pr_auc | rmse. AUC metrics make the SVM fit probability outputs.
   std::vector<std::string> metrics = {"accuracy"};
   index_t trials = 1;

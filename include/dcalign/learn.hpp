@@ -12,7 +12,7 @@
 //  * Every model is deterministic given ModelOptions::seed (and, for the LibTorch models, the
 //    thread count): the same seed gives identical predictions.
 //
-// LibTorch and LIBSVM stay behind this header: including it needs neither.
+// LibTorch, LIBSVM and XGBoost stay behind this header: including it needs none of them.
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -66,12 +66,34 @@ struct KnnOptions {
   int k = 5;
 };
 
+/// Random forest: XGBoost's random-forest mode (one round of n_estimators parallel trees,
+/// eta = 1, lambda = 0, min_child_weight = 0) set up as scikit-learn's RandomForestClassifier /
+/// RandomForestRegressor defaults. predict_proba() is the mean over trees of the leaves' class
+/// fractions, as in sklearn. Differences from sklearn (listed in src/learn/forest.cpp): rows
+/// are sampled without replacement instead of bootstrapped, multi-class forests grow one tree
+/// per class on one-vs-rest splits instead of one tree on the multi-class Gini, and features
+/// and thresholds are single precision.
+struct ForestOptions {
+  int n_estimators = 100;  ///< Trees (per class for K > 2).
+  int max_depth = 0;       ///< 0: unlimited, nodes split until pure (sklearn's None).
+  /// Fraction of the rows drawn without replacement for each tree, in (0, 1]. 0.632 matches
+  /// the expected number of distinct rows of sklearn's bootstrap sample; 1 is bootstrap=False.
+  double subsample = 0.632;
+  /// Fraction of the features drawn for each split, in (0, 1]; <= 0 is sklearn's default:
+  /// floor(sqrt(d)) features for classification ("sqrt"), all d for regression (1.0).
+  double max_features = 0.0;
+  /// "exact": thresholds half way between distinct values, as sklearn; "hist": 256 quantile
+  /// bins per feature, faster on large data.
+  std::string tree_method = "exact";
+};
+
 struct ModelOptions {
   std::uint64_t seed = 0;
   /// "cpu", "cuda" or "cuda:N". Applies to the LibTorch models (mlp, logreg); asking for CUDA
-  /// where LibTorch has none throws BackendError. knn and svm always run on the CPU.
+  /// where LibTorch has none throws BackendError. knn, svm and forest always run on the CPU.
   std::string device = "cpu";
-  /// CPU threads (LibTorch intra-op threads, OpenMP for knn/svm prediction); 0 = all cores.
+  /// CPU threads (LibTorch intra-op threads, OpenMP for knn/svm prediction, XGBoost's nthread
+  /// for forest); 0 = all cores.
   /// LibTorch's setting is process-wide. Mini-batch MLP training (batch 32) gains little from
   /// threads, and on a machine whose cores are busy elsewhere spinning threads can make it
   /// many times slower than threads = 1. Same seed gives identical results for a fixed count.
@@ -80,6 +102,7 @@ struct ModelOptions {
   LogRegOptions logreg;
   SvmOptions svm;
   KnnOptions knn;
+  ForestOptions forest;
 };
 
 /// What a fit did; fields that do not apply to a model keep their defaults.
@@ -133,7 +156,7 @@ class Model {
   bool fitted_ = false;
 };
 
-/// "mlp", "logreg", "svm" or "knn". Throws InvalidInput for an unknown name or invalid
+/// "mlp", "logreg", "svm", "knn" or "forest". Throws InvalidInput for an unknown name or invalid
 /// options, BackendError for an unavailable device.
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options = {});
 

@@ -218,12 +218,19 @@ Config load_config(const std::string& path) {
   r.get("mlp_early_stopping", mo.mlp.early_stopping);
   r.real("svm_C", mo.svm.C, 0, true, kInf, false);
   r.integer("knn_k", mo.knn.k, 1);
+  r.integer("forest_trees", mo.forest.n_estimators, 1);
+  r.integer("forest_max_depth", mo.forest.max_depth, 0);
+  r.real("forest_subsample", mo.forest.subsample, 0, true, 1, false);
+  r.real("forest_max_features", mo.forest.max_features, 0, true, 1, false);
+  r.get("forest_tree_method", mo.forest.tree_method);
   r.reject_unknown();
   // The protocol allocates users x samples_per_user training rows: a product that does not
   // even fit 64 bits is rejected here, by the file's name, rather than overflowing later.
   (void)checked_mul(c.users, c.samples_per_user,
                     "experiment file '" + path + "': users x samples_per_user");
   if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
+  if (mo.forest.tree_method != "exact" && mo.forest.tree_method != "hist")
+    r.fail("forest_tree_method", "\"exact\" or \"hist\"");
   if (c.odc_rotation != "haar" && c.odc_rotation != "identity")
     r.fail("odc_rotation", "\"haar\" or \"identity\"");
   if (c.imakura_right != "identity" && c.imakura_right != "uniform")

@@ -29,7 +29,7 @@ double since(Clock::time_point t0) {
 
 const std::set<std::string> kProtocols = {"dc", "nri-dc"};
 const std::set<std::string> kBaselines = {"central", "local"};
-const std::set<std::string> kModels = {"svm", "mlp", "logreg", "knn"};
+const std::set<std::string> kModels = {"svm", "mlp", "logreg", "knn", "forest"};
 const std::set<std::string> kMetrics = {"accuracy", "roc_auc", "pr_auc", "rmse"};
 const std::set<std::string> kPartitions = {"iid", "label-skew", "dirichlet"};
 

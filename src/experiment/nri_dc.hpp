@@ -48,7 +48,7 @@ Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
 
 struct MasterOptions {
   AlignOptions align;  ///< the collaboration function (step 9)
-  std::string model;   ///< h: "logreg", "mlp", "svm" or "knn"
+  std::string model;   ///< h: "logreg", "mlp", "svm", "knn" or "forest"
   learn::ModelOptions model_options;
   index_t num_classes = 2;
 };

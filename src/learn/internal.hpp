@@ -1,6 +1,6 @@
 #pragma once
 // Pieces shared by the learning-layer translation units. LibTorch is confined to
-// torch_models.cpp and LIBSVM to svm.cpp; this header includes neither.
+// torch_models.cpp, LIBSVM to svm.cpp and XGBoost to forest.cpp; this header includes none.
 #include <memory>
 #include <string>
 
@@ -14,6 +14,7 @@ std::unique_ptr<Model> make_mlp(const ModelOptions& options);
 std::unique_ptr<Model> make_logreg(const ModelOptions& options);
 std::unique_ptr<Model> make_svm(const ModelOptions& options);
 std::unique_ptr<Model> make_knn(const ModelOptions& options);
+std::unique_ptr<Model> make_forest(const ModelOptions& options);
 
 // ModelOptions::threads resolved: the given count, or all hardware threads when it is 0.
 int resolve_threads(int requested);

@@ -135,6 +135,19 @@ void validate(const std::string& kind, const ModelOptions& o) {
     require(std::isfinite(o.svm.gamma), "svm.gamma must be finite (<= 0 selects \"scale\")");
   } else if (kind == "knn") {
     require(o.knn.k > 0, "knn.k = " + std::to_string(o.knn.k) + "; expected k >= 1");
+  } else if (kind == "forest") {
+    const ForestOptions& f = o.forest;
+    require(f.n_estimators > 0, "forest.n_estimators = " + std::to_string(f.n_estimators) +
+                                    "; expected at least one tree");
+    require(f.max_depth >= 0, "forest.max_depth = " + std::to_string(f.max_depth) +
+                                  "; expected 0 (unlimited) or a positive depth");
+    require(f.subsample > 0 && f.subsample <= 1,
+            "forest.subsample = " + fmt(f.subsample) + "; expected a fraction in (0, 1]");
+    require(std::isfinite(f.max_features) && f.max_features <= 1,
+            "forest.max_features = " + fmt(f.max_features) +
+                "; expected a fraction in (0, 1], or <= 0 for sklearn's default");
+    require(f.tree_method == "exact" || f.tree_method == "hist",
+            "forest.tree_method = \"" + f.tree_method + "\"; expected \"exact\" or \"hist\"");
   }
 }
 
@@ -146,8 +159,9 @@ std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& o
   if (kind == "logreg") return detail::make_logreg(options);
   if (kind == "svm") return detail::make_svm(options);
   if (kind == "knn") return detail::make_knn(options);
+  if (kind == "forest") return detail::make_forest(options);
   throw InvalidInput("make_model: unknown model \"" + kind +
-                     "\"; expected one of mlp, logreg, svm, knn");
+                     "\"; expected one of mlp, logreg, svm, knn, forest");
 }
 
 }  // namespace dcalign::learn

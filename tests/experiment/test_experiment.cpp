@@ -75,8 +75,8 @@ TEST(Experiment, BadConfigsFailBeforeWork) {
   c.anchor_rows = index_t{1} << 40;
   expect_fails_fast([&] { experiment::run(c); }, "each must be at most 2^31");
   c = small_mnist();
-  c.models = {"forest"};
-  expect_fails_fast([&] { experiment::run(c); }, "unknown model 'forest'");
+  c.models = {"boosting"};
+  expect_fails_fast([&] { experiment::run(c); }, "unknown model 'boosting'");
   c = small_mnist();
   c.dataset = "imagenet";
   expect_fails_fast([&] { experiment::run(c); }, "imagenet");
@@ -203,6 +203,27 @@ TEST(Experiment, RealsMustBeFiniteAndInRange) {
   EXPECT_EQ(load_toml(d + "svm_C = 10\nmlp_alpha = 0\n").model_options.svm.C, 10.0);
 }
 
+TEST(Experiment, ForestKeysAreReadAndChecked) {
+  const std::string d = "dataset = \"mnist\"\n";
+  expect_config_error(d + "forest_trees = 0\n", {"'forest_trees'", "from 1"});
+  expect_config_error(d + "forest_max_depth = -1\n", {"'forest_max_depth'", "from 0"});
+  expect_config_error(d + "forest_subsample = 0\n", {"'forest_subsample'", "(0, 1]"});
+  expect_config_error(d + "forest_max_features = 1.5\n", {"'forest_max_features'", "(0, 1]"});
+  expect_config_error(d + "forest_tree_method = \"approx\"\n",
+                      {"'forest_tree_method'", "\"exact\" or \"hist\""});
+  const auto c = load_toml(d +
+                           "models = [\"forest\"]\nforest_trees = 50\nforest_max_depth = 8\n"
+                           "forest_subsample = 1\nforest_max_features = 0.5\n"
+                           "forest_tree_method = \"hist\"\n");
+  const auto& f = c.model_options.forest;
+  EXPECT_EQ(c.models, std::vector<std::string>{"forest"});
+  EXPECT_EQ(f.n_estimators, 50);
+  EXPECT_EQ(f.max_depth, 8);
+  EXPECT_EQ(f.subsample, 1.0);
+  EXPECT_EQ(f.max_features, 0.5);
+  EXPECT_EQ(f.tree_method, "hist");
+}
+
 TEST(Experiment, EmptyRequiredListIsAnError) {
   const std::string d = "dataset = \"mnist\"\n";
   for (const char* key : {"conditions", "methods", "models", "metrics"})
@@ -243,7 +264,8 @@ TEST(Experiment, SameSeedSameNumbers) {
   c.users = 5;
   c.dim = 10;
   c.methods = {"central", "local", "imakura", "odc"};
-  c.models = {"knn", "mlp"};
+  c.models = {"knn", "mlp", "forest"};
+  c.model_options.forest.n_estimators = 10;  // a small forest keeps the test fast
   c.conditions = {SpanCondition::diff_span};
   const auto r1 = experiment::run(c), r2 = experiment::run(c);
   ASSERT_EQ(r1.records.size(), r2.records.size());

@@ -309,8 +309,8 @@ TEST(NriDc, ConfigErrorsNameTheKeyBeforeAnyWork) {
   bad.dim = 65;  // m~ > m = 64
   expect_message([&] { experiment::run(bad); }, {"dim", "exceeds the 64 features"});
   bad = small_nri();
-  bad.models = {"forest"};
-  expect_message([&] { experiment::run(bad); }, {"unknown model 'forest'", "'models'"});
+  bad.models = {"boosting"};
+  expect_message([&] { experiment::run(bad); }, {"unknown model 'boosting'", "'models'"});
   bad = small_nri();
   bad.nri_delta = -1;
   expect_message([&] { experiment::run(bad); }, {"'nri_delta'"});

@@ -102,11 +102,12 @@ TEST_P(LearnBadInput, RegressionModelHasNoProbabilities) {
                  {GetParam() + ".predict_proba", "regression"});
 }
 
-INSTANTIATE_TEST_SUITE_P(Learn, LearnBadInput, ::testing::Values("mlp", "logreg", "svm", "knn"),
+INSTANTIATE_TEST_SUITE_P(Learn, LearnBadInput,
+                         ::testing::Values("mlp", "logreg", "svm", "knn", "forest"),
                          [](const auto& info) { return info.param; });
 
 TEST(LearnBadInputOptions, FactoryRejectsUnknownModelsAndBadOptions) {
-  expect_invalid([] { make_model("forest"); }, {"forest", "mlp, logreg, svm, knn"});
+  expect_invalid([] { make_model("boosting"); }, {"boosting", "mlp, logreg, svm, knn, forest"});
   ModelOptions o;
   o.knn.k = 0;
   expect_invalid([&] { make_model("knn", o); }, {"knn.k = 0"});
@@ -125,6 +126,25 @@ TEST(LearnBadInputOptions, FactoryRejectsUnknownModelsAndBadOptions) {
   o = ModelOptions();
   o.threads = -1;
   expect_invalid([&] { make_model("svm", o); }, {"threads = -1"});
+  o = ModelOptions();
+  o.forest.n_estimators = 0;
+  expect_invalid([&] { make_model("forest", o); }, {"forest.n_estimators = 0"});
+  o = ModelOptions();
+  o.forest.max_depth = -1;
+  expect_invalid([&] { make_model("forest", o); }, {"forest.max_depth = -1"});
+  o = ModelOptions();
+  o.forest.subsample = 0;
+  expect_invalid([&] { make_model("forest", o); }, {"forest.subsample = 0", "(0, 1]"});
+  o.forest.subsample = 1.5;
+  expect_invalid([&] { make_model("forest", o); }, {"forest.subsample = 1.5"});
+  o = ModelOptions();
+  o.forest.max_features = 2;
+  expect_invalid([&] { make_model("forest", o); }, {"forest.max_features = 2"});
+  o.forest.max_features = std::nan("");
+  expect_invalid([&] { make_model("forest", o); }, {"forest.max_features = nan"});
+  o = ModelOptions();
+  o.forest.tree_method = "approx";
+  expect_invalid([&] { make_model("forest", o); }, {"forest.tree_method = \"approx\"", "hist"});
   o = ModelOptions();
   o.device = "tpu";
   expect_invalid([&] { make_model("mlp", o); }, {"tpu", "cpu"});
@@ -152,6 +172,19 @@ TEST(LearnBadInputOptions, ModelSpecificFitFailures) {
       {"knn.fit", "k = 5", "got 3"});
   expect_invalid([&] { make_model("mlp")->fit(Matrix<double>(1, 2), {0}, 2); },
                  {"mlp.fit", "1 samples", "validation split"});
+  // XGBoost stores features in single precision: larger values are refused, not turned into
+  // infinities.
+  Matrix<double> huge = small_X();
+  huge(4, 1) = -1e300;
+  auto forest = make_model("forest");
+  expect_invalid([&] { forest->fit(huge, kSmallY, 2); },
+                 {"forest.fit", "X(4, 1)", "e+300", "single precision"});
+  std::vector<double> huge_y(10, 1.0);
+  huge_y[6] = 1e39;
+  expect_invalid([&] { forest->fit(small_X(), huge_y, 0); },
+                 {"forest.fit", "y[6]", "single precision"});
+  forest->fit(small_X(), kSmallY, 2);
+  expect_invalid([&] { forest->predict(huge); }, {"forest.predict", "X(4, 1)"});
 }
 
 TEST(LearnBadInputMetrics, MetricsRejectBadArguments) {

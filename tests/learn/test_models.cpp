@@ -134,7 +134,8 @@ TEST_P(LearnEveryModel, SameSeedGivesIdenticalPredictions) {
   EXPECT_EQ(a->predict_proba(test.X).values(), first);
 }
 
-INSTANTIATE_TEST_SUITE_P(Learn, LearnEveryModel, ::testing::Values("mlp", "logreg", "svm", "knn"),
+INSTANTIATE_TEST_SUITE_P(Learn, LearnEveryModel,
+                         ::testing::Values("mlp", "logreg", "svm", "knn", "forest"),
                          [](const auto& info) { return info.param; });
 
 // ---------------------------------------------------------------------------------------------
