@@ -12,29 +12,13 @@
 
 #include "dcalign/learn.hpp"
 #include "dcalign/random.hpp"
+#include "learn/toy_data.hpp"
 
 namespace dcalign::learn {
 namespace {
 
-struct Data {
-  Matrix<double> X;
-  std::vector<double> y;
-};
-
-// `classes` Gaussian blobs (unit variance) with centres on a circle of the given radius;
-// sample i belongs to class i % classes.
-Data blobs(index_t n, int classes, double radius, std::uint64_t seed) {
-  Rng rng(seed);
-  Data data{Matrix<double>(n, 2), std::vector<double>(static_cast<size_t>(n))};
-  for (index_t i = 0; i < n; ++i) {
-    const int c = static_cast<int>(i % classes);
-    const double angle = 6.283185307179586 * c / classes;
-    data.X(i, 0) = rng.normal() + radius * std::cos(angle);
-    data.X(i, 1) = rng.normal() + radius * std::sin(angle);
-    data.y[static_cast<size_t>(i)] = c;
-  }
-  return data;
-}
+using testing::blobs;
+using testing::Data;
 
 // XOR: four clusters at (+-3, +-3) (standard deviation 0.5, so they never overlap); the class
 // is 1 where the two coordinates have opposite signs. No line separates the classes.
