@@ -11,7 +11,11 @@
 # copy of a crashing input is what belongs in the corpus as a regression seed, once fixed).
 # Exits non-zero when any target reports a crash, a leak, undefined behaviour, an allocation
 # above the limit (2 GB) or a timeout. Environment: DCALIGN_FUZZ_BUILD_JOBS (build jobs,
-# default nproc), DCALIGN_FUZZ_FLAGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2").
+# default nproc), DCALIGN_FUZZ_FLAGS (extra libFuzzer flags, e.g. "-jobs=2 -workers=2"),
+# DCALIGN_FUZZ_SEED and DCALIGN_FUZZ_RUNS: libFuzzer's seed and the number of inputs per target.
+# With both set (as scripts/test.sh does) every run tries the same inputs, so the test command
+# cannot turn red by chance; SECONDS_PER_TARGET is then only a cap. Without them (campaigns)
+# libFuzzer draws its seed from the clock and runs for SECONDS_PER_TARGET.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -47,6 +51,9 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 runs="$build/fuzz-runs" artifacts="$build/fuzz-artifacts"
+repro=()
+[[ -n ${DCALIGN_FUZZ_SEED:-} ]] && repro+=(-seed="$DCALIGN_FUZZ_SEED")
+[[ -n ${DCALIGN_FUZZ_RUNS:-} ]] && repro+=(-runs="$DCALIGN_FUZZ_RUNS")
 mkdir -p "$runs" "$artifacts"
 failed=()
 summary=()
@@ -65,7 +72,7 @@ for t in "${targets[@]}"; do
   # shellcheck disable=SC2086
   "$build/tests/fuzz/$t" "$scratch" "$seeds" "${dict[@]}" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=2048 -max_len="${max_len[$t]}" -print_final_stats=1 \
-    -artifact_prefix="$artifacts/$t-" ${DCALIGN_FUZZ_FLAGS:-} >"$log" 2>&1 || rc=$?
+    -artifact_prefix="$artifacts/$t-" "${repro[@]}" ${DCALIGN_FUZZ_FLAGS:-} >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   if ((rc != 0)); then

@@ -7,7 +7,8 @@
 #     scripts/test-python.sh);
 #  3. the same CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #     (scripts/test-sanitizers.sh);
-#  4. every libFuzzer target for a bounded time on its committed corpus (scripts/fuzz.sh).
+#  4. every libFuzzer target on its committed corpus (scripts/fuzz.sh), with a fixed seed and a
+#     fixed number of inputs (25000 per target, about 10 s each) so that the run is repeatable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
@@ -17,4 +18,4 @@ for d in bench/tests experiments/tests; do
 done
 bash scripts/test-python.sh
 bash scripts/test-sanitizers.sh
-bash scripts/fuzz.sh
+DCALIGN_FUZZ_SEED=1 DCALIGN_FUZZ_RUNS=25000 bash scripts/fuzz.sh 60

@@ -37,10 +37,10 @@ class Reader {
     if (!n) return;
     if constexpr (std::is_same_v<T, std::string>) {
       if (!n->is_string()) fail(key, "a string");
-      out = n->value<std::string>().value();
+      out = n->as_string()->get();
     } else {
       if (!n->is_boolean()) fail(key, "true or false");
-      out = n->value<bool>().value();
+      out = n->as_boolean()->get();
     }
   }
 
@@ -70,7 +70,7 @@ class Reader {
     if (!n) return;
     const std::string range = "an integer from " + std::to_string(lo) + " to " + std::to_string(hi);
     if (!n->is_integer()) fail(key, range.c_str());
-    const std::int64_t v = n->value<std::int64_t>().value();
+    const std::int64_t v = n->as_integer()->get();
     if (v < lo || v > hi)
       throw InvalidInput("experiment file '" + path_ + "': key '" + key +
                          "' = " + std::to_string(v) + " is out of range: expected " + range);
@@ -89,7 +89,11 @@ class Reader {
     else
       range << hi << (hi_open ? ')' : ']');
     if (!n->is_number()) fail(key, range.str().c_str());
-    const double v = n->value<double>().value();
+    // An integer is accepted for a real key and converted (rounded to the nearest double);
+    // toml++'s value<double>() refuses integers it cannot represent exactly (found by fuzz_toml:
+    // svm_C = 4611668018427387904 escaped as std::bad_optional_access).
+    const double v = n->is_integer() ? static_cast<double>(n->as_integer()->get())
+                                     : n->as_floating_point()->get();
     const bool ok =
         std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
     if (!ok) {
@@ -112,7 +116,7 @@ class Reader {
     out.clear();
     for (const auto& e : *arr) {
       if (!e.is_string()) fail(key, "an array of strings");
-      out.push_back(e.value<std::string>().value());
+      out.push_back(e.as_string()->get());
     }
   }
 

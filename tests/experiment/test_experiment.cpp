@@ -201,6 +201,14 @@ TEST(Experiment, RealsMustBeFiniteAndInRange) {
   expect_config_error(d + "svm_C = \"big\"\n", {"'svm_C'", "a finite number"});
   // Integers are accepted for reals.
   EXPECT_EQ(load_toml(d + "svm_C = 10\nmlp_alpha = 0\n").model_options.svm.C, 10.0);
+  // Also integers no double holds exactly (rounded; found by fuzz_toml, where they escaped as
+  // std::bad_optional_access), and they are still range-checked.
+  EXPECT_EQ(load_toml(d + "svm_C = 4611668018427387904\n").model_options.svm.C,
+            4611668018427387904.0);
+  EXPECT_EQ(
+      load_toml(d + "mlp_learning_rate = 9223372036854775807\n").model_options.mlp.learning_rate,
+      9223372036854775808.0);
+  expect_config_error(d + "dim_fraction = 9007199254740993\n", {"'dim_fraction'", "[0, 1]"});
 }
 
 TEST(Experiment, ForestKeysAreReadAndChecked) {
