@@ -24,9 +24,9 @@
 // eps ||Y|| ||Y - Ybar||, not eps ||Y||^2, so the line search keeps resolving decreases as the
 // users approach consensus.
 //
-// Precision and placement: the optimiser's vectors are double on the host (c l^2 values). The
-// per-user products run on the backend's gemm when that is the CPU in double (host memory);
-// otherwise (float, CUDA) host loops, since C is small. The QR is taken in T.
+// Precision and placement: the optimiser's vectors are double on the host (c l^2 values), and
+// so is C after the QR (taken in T on the backend); the per-user products and the l x l LU
+// factorisations run on host BLAS/LAPACK, whatever the backend, since C is small.
 #include <lbfgs.h>
 
 #include <algorithm>
@@ -38,48 +38,28 @@
 #include <vector>
 
 #include "core/common.hpp"
+#include "cpu/lapack.hpp"
 
 namespace dcalign::core {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-/// G^{-1} (l x l, into inv) and log|det G| of the l x l matrix G, by LU with partial pivoting
-/// in `lu` (l x l) and `piv` (l). False for a zero or non-finite pivot.
-bool inverse_logdet(const double* G, index_t l, double* lu, index_t* piv, double* inv,
+/// G^{-1} (l x l, into inv) and log|det G| of the l x l matrix G, by LAPACK's LU with partial
+/// pivoting (getrf, getri; `work` holds l x l values, `piv` l). False for a zero or non-finite
+/// pivot.
+bool inverse_logdet(const double* G, index_t l, double* work, lapack_int* piv, double* inv,
                     double& logabsdet) {
-  std::copy(G, G + l * l, lu);
+  const auto n = static_cast<lapack_int>(l);
+  std::copy(G, G + l * l, inv);
+  if (LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, inv, n, piv) != 0) return false;
   logabsdet = 0;
   for (index_t k = 0; k < l; ++k) {
-    index_t best = k;
-    for (index_t i = k + 1; i < l; ++i)
-      if (std::abs(lu[i + k * l]) > std::abs(lu[best + k * l])) best = i;
-    const double pivot = lu[best + k * l];
+    const double pivot = inv[k + k * l];
     if (!(pivot != 0.0) || !std::isfinite(pivot)) return false;
-    piv[k] = best;
-    if (best != k)
-      for (index_t j = 0; j < l; ++j) std::swap(lu[k + j * l], lu[best + j * l]);
     logabsdet += std::log(std::abs(pivot));
-    for (index_t i = k + 1; i < l; ++i) lu[i + k * l] /= pivot;
-    for (index_t j = k + 1; j < l; ++j) {
-      const double u = lu[k + j * l];
-      if (u != 0.0)
-        for (index_t i = k + 1; i < l; ++i) lu[i + j * l] -= lu[i + k * l] * u;
-    }
   }
-  for (index_t j = 0; j < l; ++j) {  // column j of G^{-1}: solve L U x = P e_j
-    double* x = inv + j * l;
-    std::fill(x, x + l, 0.0);
-    x[j] = 1.0;
-    for (index_t k = 0; k < l; ++k) std::swap(x[k], x[piv[k]]);
-    for (index_t k = 0; k < l; ++k)
-      for (index_t i = k + 1; i < l; ++i) x[i] -= lu[i + k * l] * x[k];
-    for (index_t k = l - 1; k >= 0; --k) {
-      x[k] /= lu[k + k * l];
-      for (index_t i = 0; i < k; ++i) x[i] -= lu[i + k * l] * x[k];
-    }
-  }
-  return true;
+  return LAPACKE_dgetri_work(LAPACK_COL_MAJOR, n, inv, n, piv, work, n * n) == 0;
 }
 
 /// The anchors in compressed form: C (r x c l, host, column-major) with C^T C = W^T W.
@@ -115,16 +95,15 @@ Compressed compress(Primitives<T>& p, StackView<const T> A) {
 }
 
 /// f and its gradient on the stack G (c x l x l, contiguous, host).
-template <typename T>
 class Objective {
  public:
-  Objective(Primitives<T>& p, Compressed C, index_t c, index_t l, double eta)
-      : p_(p), C_(std::move(C)), c_(c), l_(l), eta_(eta) {
+  Objective(Compressed C, index_t c, index_t l, double eta)
+      : C_(std::move(C)), c_(c), l_(l), eta_(eta) {
     const auto rl = static_cast<size_t>(C_.r * l);
     Y_.assign(rl * static_cast<size_t>(c), 0.0);  // rows below a block's nonzero rows stay 0
     D_.assign(rl * static_cast<size_t>(c), 0.0);
     mean_.assign(rl, 0.0);
-    lu_.resize(static_cast<size_t>(l * l));
+    work_.resize(static_cast<size_t>(l * l));
     inv_.resize(static_cast<size_t>(l * l));
     piv_.resize(static_cast<size_t>(l));
   }
@@ -152,7 +131,7 @@ class Objective {
     if (eta_ > 0) {
       for (index_t i = 0; i < c_; ++i) {
         double logabsdet = 0;
-        if (!inverse_logdet(x + i * ll, l, lu_.data(), piv_.data(), inv_.data(), logabsdet)) {
+        if (!inverse_logdet(x + i * ll, l, work_.data(), piv_.data(), inv_.data(), logabsdet)) {
           std::fill(g, g + c_ * ll, 0.0);
           return kInf;
         }
@@ -173,7 +152,7 @@ class Objective {
     const index_t ll = l_ * l_;
     for (index_t i = 0; i < c_; ++i) {
       double logabsdet = 0;
-      if (!inverse_logdet(x + i * ll, l_, lu_.data(), piv_.data(), inv_.data(), logabsdet))
+      if (!inverse_logdet(x + i * ll, l_, work_.data(), piv_.data(), inv_.data(), logabsdet))
         continue;
       double gg = 0, ii = 0;
       for (index_t k = 0; k < ll; ++k) {
@@ -190,66 +169,37 @@ class Objective {
   index_t rows(index_t i) const { return C_.triangular ? std::min(C_.r, (i + 1) * l_) : C_.r; }
 
   /// Y = C_i X (trans false; X l x l, Y rows x l, leading dimension r) or
-  /// Y = alpha C_i^T X (trans true; X rows x l with leading dimension r, Y l x l).
+  /// Y = alpha C_i^T X (trans true; X rows x l with leading dimension r, Y l x l). Every operand
+  /// is host memory (C, G and the gradient live on the host whatever the backend), so host BLAS.
   void product(bool trans, index_t rows, double alpha, const double* Ci, const double* X,
                double* Y) {
-    const index_t r = C_.r, l = l_;
-    if constexpr (std::is_same_v<T, double>) {
-      if (p_.device() == Device::cpu) {  // host memory: the backend's BLAS
-        const MatrixView<const double> Cv(Ci, rows, l, r);
-        if (!trans)
-          p_.gemm(Op::none, Op::none, alpha, Cv, MatrixView<const double>(X, l, l), 0.0,
-                  MatrixView<double>(Y, rows, l, r));
-        else
-          p_.gemm(Op::trans, Op::none, alpha, Cv, MatrixView<const double>(X, rows, l, r), 0.0,
-                  MatrixView<double>(Y, l, l));
-        return;
-      }
-    }
-    if (!trans) {
-      for (index_t s = 0; s < l; ++s) {
-        double* y = Y + s * r;
-        std::fill(y, y + rows, 0.0);
-        for (index_t k = 0; k < l; ++k) {
-          const double xs = alpha * X[k + s * l];
-          const double* ck = Ci + k * r;
-          for (index_t t = 0; t < rows; ++t) y[t] += ck[t] * xs;
-        }
-      }
-    } else {
-      for (index_t s = 0; s < l; ++s)
-        for (index_t k = 0; k < l; ++k) {
-          const double* ck = Ci + k * r;
-          const double* xs = X + s * r;
-          double d = 0;
-          for (index_t t = 0; t < rows; ++t) d += ck[t] * xs[t];
-          Y[k + s * l] = alpha * d;
-        }
-    }
+    const auto r = static_cast<lapack_int>(C_.r), l = static_cast<lapack_int>(l_),
+               m = static_cast<lapack_int>(rows);
+    if (!trans)
+      cpu::gemm(false, false, m, l, l, alpha, Ci, r, X, l, 0.0, Y, r);
+    else
+      cpu::gemm(true, false, l, l, m, alpha, Ci, r, X, r, 0.0, Y, l);
   }
 
-  Primitives<T>& p_;
   Compressed C_;
   index_t c_, l_;
   double eta_;
-  std::vector<double> Y_, D_, mean_, lu_, inv_;
-  std::vector<index_t> piv_;
+  std::vector<double> Y_, D_, mean_, work_, inv_;
+  std::vector<lapack_int> piv_;
 };
 
 /// What the libLBFGS callbacks share (they are C functions with a void* instance).
-template <typename T>
 struct Run {
-  Objective<T>& f;
+  Objective& f;
   AlignReport& report;
   double tolerance;
   bool converged;
   std::exception_ptr error;
 };
 
-template <typename T>
 lbfgsfloatval_t evaluate_cb(void* instance, const lbfgsfloatval_t* x, lbfgsfloatval_t* g, int,
                             lbfgsfloatval_t) {
-  auto& run = *static_cast<Run<T>*>(instance);
+  auto& run = *static_cast<Run*>(instance);
   try {  // no exception may cross the C library
     return run.f(x, g);
   } catch (...) {
@@ -258,10 +208,9 @@ lbfgsfloatval_t evaluate_cb(void* instance, const lbfgsfloatval_t* x, lbfgsfloat
   }
 }
 
-template <typename T>
 int progress_cb(void* instance, const lbfgsfloatval_t*, const lbfgsfloatval_t*, lbfgsfloatval_t fx,
                 lbfgsfloatval_t, lbfgsfloatval_t gnorm, lbfgsfloatval_t, int, int k, int) {
-  auto& run = *static_cast<Run<T>*>(instance);
+  auto& run = *static_cast<Run*>(instance);
   run.report.objective_history.push_back(fx);
   run.report.iterations = k;
   if (run.error) return 1;
@@ -332,13 +281,13 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   const double energy = compressed.energy;  // sum_i ||A_i||_F^2
   // eta relative to the anchors' energy per user (AlignOptions::rdp_eta).
   const double eta = o.rdp_eta * energy / static_cast<double>(c);
-  Objective<T> objective(p, std::move(compressed), c, l, eta);
+  Objective objective(std::move(compressed), c, l, eta);
   ctx.timer.lap("compress");
 
   AlignReport& rep = ctx.report;
   rep.objective_history.clear();
   rep.iterations = 0;
-  Run<T> run{objective, rep, 0.0, false, nullptr};
+  Run run{objective, rep, 0.0, false, nullptr};
   std::vector<double> g(size);
   double f = objective(x0.data(), g.data());
   rep.objective_history.push_back(f);
@@ -371,7 +320,7 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
     // and decreases enough; the Wolfe curvature condition keeps the BFGS update positive.
     param.linesearch = LBFGS_LINESEARCH_BACKTRACKING_WOLFE;
     lbfgsfloatval_t fx = 0;
-    status = lbfgs(static_cast<int>(size), x, &fx, evaluate_cb<T>, progress_cb<T>, &run, &param);
+    status = lbfgs(static_cast<int>(size), x, &fx, evaluate_cb, progress_cb, &run, &param);
   }
   // libLBFGS returns the last accepted point (after a failed line search, the previous one);
   // evaluate there so that the reported value and gradient belong to the returned G.
@@ -402,7 +351,7 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
 
 double rdp_objective(Primitives<double>& p, StackView<const double> A, const double* G, double eta,
                      double* grad) {
-  Objective<double> f(p, compress(p, A), A.count(), A.cols(), eta);
+  Objective f(compress(p, A), A.count(), A.cols(), eta);
   return f(G, grad);
 }
 
