@@ -160,6 +160,8 @@ class Runner {
     if (c_.trials < 1 || c_.users < 1 || c_.samples_per_user < 1 || c_.anchor_rows < 1)
       throw InvalidInput(
           "experiment: trials, users, samples_per_user and anchor_rows must be >= 1");
+    // Before loading anything: validate_sizes() compares this product with the dataset.
+    (void)checked_mul(c_.users, c_.samples_per_user, "experiment: users x samples_per_user");
     if (c_.conditions.empty()) throw InvalidInput("experiment: no conditions given");
     if (c_.dataset != "synthetic")
       data::dataset_files(c_.dataset);  // unknown names throw with the list of known ones
@@ -205,8 +207,7 @@ class Runner {
     if (l_ > c_.anchor_rows)
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
                          " exceeds anchor_rows = " + std::to_string(c_.anchor_rows));
-    const index_t need =
-        checked_mul(c_.users, c_.samples_per_user, "experiment: users x samples_per_user");
+    const index_t need = c_.users * c_.samples_per_user;  // checked in validate_names()
     const index_t available =
         split_per_trial_ ? train_.samples() - c_.test_samples : train_.samples();
     if (need > available)
