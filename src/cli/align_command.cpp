@@ -17,27 +17,24 @@ namespace {
 // of its range, or an option the chosen method would ignore. Only options the user gave count
 // (cmd.count), so the defaults of other methods' options never trip it.
 void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
-  const auto range = [](const std::string& opt, const std::string& value,
-                        const std::string& expected) {
-    throw UsageError(opt + " " + value + " is out of range: expected " + expected);
-  };
-  if (a.oversampling < 0) range("--oversampling", std::to_string(a.oversampling), ">= 0");
+  if (a.oversampling < 0) out_of_range("--oversampling", std::to_string(a.oversampling), ">= 0");
   if (a.power_iterations < 0)
-    range("--power-iterations", std::to_string(a.power_iterations), ">= 0");
+    out_of_range("--power-iterations", std::to_string(a.power_iterations), ">= 0");
   if (!std::isfinite(a.gopp_tolerance) || a.gopp_tolerance < 0)
-    range("--gopp-tolerance", std::to_string(a.gopp_tolerance), "a finite number >= 0");
+    out_of_range("--gopp-tolerance", std::to_string(a.gopp_tolerance), "a finite number >= 0");
   if (a.gopp_max_iterations < 1)
-    range("--gopp-max-iterations", std::to_string(a.gopp_max_iterations), ">= 1");
-  if (a.reference_user < 0) range("--reference-user", std::to_string(a.reference_user), ">= 0");
+    out_of_range("--gopp-max-iterations", std::to_string(a.gopp_max_iterations), ">= 1");
+  if (a.reference_user < 0)
+    out_of_range("--reference-user", std::to_string(a.reference_user), ">= 0");
   if (!std::isfinite(a.rdp_eta) || a.rdp_eta < 0)
-    range("--rdp-eta", std::to_string(a.rdp_eta), "a finite number >= 0");
+    out_of_range("--rdp-eta", std::to_string(a.rdp_eta), "a finite number >= 0");
   if (!std::isfinite(a.rdp_gradient_tolerance) || a.rdp_gradient_tolerance < 0)
-    range("--rdp-gradient-tolerance", std::to_string(a.rdp_gradient_tolerance),
-          "a finite number >= 0");
+    out_of_range("--rdp-gradient-tolerance", std::to_string(a.rdp_gradient_tolerance),
+                 "a finite number >= 0");
   if (a.rdp_max_iterations < 1 || a.rdp_max_iterations > 1000000000)
-    range("--rdp-max-iterations", std::to_string(a.rdp_max_iterations), "1 to 1e9");
+    out_of_range("--rdp-max-iterations", std::to_string(a.rdp_max_iterations), "1 to 1e9");
   if (a.rdp_memory < 1 || a.rdp_memory > 1000)
-    range("--rdp-memory", std::to_string(a.rdp_memory), "1 to 1000");
+    out_of_range("--rdp-memory", std::to_string(a.rdp_memory), "1 to 1000");
   check_threads(a.threads);
 
   const Method m = parse_method(a.method);

@@ -43,6 +43,11 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Throws UsageError "OPT VALUE is out of range: expected EXPECTED", the one wording of every
+/// command's range checks.
+[[noreturn]] void out_of_range(const std::string& opt, const std::string& value,
+                               const std::string& expected);
+
 /// Throws UsageError unless 0 <= threads <= max_threads() (--threads of align and enroll).
 void check_threads(long long threads);
 /// CLI11 validator of --device values (cpu, cuda, gpu; any case): others are usage errors.

@@ -94,8 +94,7 @@ void run_demo(const DemoArgs& d) {
 static void check_demo_args(const DemoArgs& d) {
   const auto in_range = [](const char* opt, long long v, long long lo, long long hi) {
     if (v < lo || v > hi)
-      throw UsageError(std::string(opt) + " " + std::to_string(v) + " is out of range: expected " +
-                       std::to_string(lo) + " to " + std::to_string(hi));
+      out_of_range(opt, std::to_string(v), std::to_string(lo) + " to " + std::to_string(hi));
   };
   in_range("--users", d.users, 1, 10000);
   in_range("--samples", d.samples, 1, 1000000);

@@ -26,8 +26,7 @@ void add_experiment_command(CLI::App& app) {
     // Only options the user gave are checked (and applied): an explicit --trials must be a
     // usable count, never ignored.
     if (cmd->count("--trials") && args.trials < 1)
-      throw UsageError("--trials " + std::to_string(args.trials) +
-                       " is out of range: expected >= 1");
+      out_of_range("--trials", std::to_string(args.trials), ">= 1");
     experiment::Config cfg = experiment::load_config(args.file);
     if (!args.data_dir.empty()) cfg.data_dir = args.data_dir;
     if (cmd->count("--trials")) cfg.trials = args.trials;

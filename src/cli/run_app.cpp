@@ -28,10 +28,14 @@ CLI::Validator device_names() {
       "cpu|cuda", "device name");
 }
 
+void out_of_range(const std::string& opt, const std::string& value, const std::string& expected) {
+  throw UsageError(opt + " " + value + " is out of range: expected " + expected);
+}
+
 void check_threads(long long threads) {
   if (threads < 0 || threads > max_threads())
-    throw UsageError("--threads " + std::to_string(threads) + " is out of range: expected 0 (all " +
-                     "cores) to " + std::to_string(max_threads()) +
+    out_of_range("--threads", std::to_string(threads),
+                 "0 (all cores) to " + std::to_string(max_threads()) +
                      " (4 x the hardware threads of this machine)");
 }
 
