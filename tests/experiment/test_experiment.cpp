@@ -10,6 +10,7 @@
 #include "dataset_guard.hpp"
 #include "dcalign/data.hpp"
 #include "dcalign/experiment.hpp"
+#include "experiment/config_files.hpp"
 
 namespace dcalign {
 namespace {
@@ -132,32 +133,8 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
 
 // Loads `toml` from a file and expects InvalidInput whose message has every fragment and the
 // file's path.
-void expect_config_error(const std::string& toml, const std::vector<std::string>& fragments) {
-  // One file per test process: CTest runs the cases of this suite in parallel.
-  const auto path = (fs::temp_directory_path() /
-                     ("dcalign_range_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml"))
-                        .string();
-  std::ofstream(path) << toml;
-  try {
-    experiment::load_config(path);
-    ADD_FAILURE() << "no exception for:\n" << toml;
-  } catch (const InvalidInput& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(path), std::string::npos) << msg;
-    for (const auto& f : fragments)
-      EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' missing in: " << msg;
-  }
-}
-
-experiment::Config load_toml(const std::string& toml) {
-  const auto path = (fs::temp_directory_path() /
-                     ("dcalign_range_ok_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml"))
-                        .string();
-  std::ofstream(path) << toml;
-  return experiment::load_config(path);
-}
+using testing::expect_config_error;
+using testing::load_toml;
 
 TEST(Experiment, IntegersThatDoNotFitTheirFieldAreRejected) {
   const std::string d = "dataset = \"mnist\"\n";

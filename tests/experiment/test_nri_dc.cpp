@@ -15,6 +15,7 @@
 #include "dcalign/random.hpp"
 #include "dcalign/user.hpp"
 #include "experiment/common.hpp"
+#include "experiment/config_files.hpp"
 #include "experiment/nri_dc.hpp"
 
 namespace dcalign {
@@ -257,6 +258,9 @@ TEST(NriDc, RunRecordsMeanAucAndConstantWorkers) {
     EXPECT_EQ(again.records[k].value, res.records[k].value);
 }
 
+using testing::expect_config_error;
+using testing::load_toml;
+
 template <typename F>
 void expect_message(F&& f, const std::vector<std::string>& fragments) {
   try {
@@ -268,26 +272,17 @@ void expect_message(F&& f, const std::vector<std::string>& fragments) {
   }
 }
 
-experiment::Config load_toml(const std::string& toml) {
-  const auto path = (fs::temp_directory_path() /
-                     ("dcalign_nri_" + std::to_string(::getpid()) + "_" +
-                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".toml"))
-                        .string();
-  std::ofstream(path) << toml;
-  return experiment::load_config(path);
-}
-
 TEST(NriDc, ConfigErrorsNameTheKeyBeforeAnyWork) {
   const std::string d = "dataset = \"synthetic\"\nprotocol = \"nri-dc\"\n";
-  expect_message([&] { load_toml(d + "nri_delta = -0.1\n"); }, {"'nri_delta'", "[0, inf)"});
-  expect_message([&] { load_toml(d + "nri_delta = nan\n"); }, {"'nri_delta'", "finite"});
-  expect_message([&] { load_toml("dataset = \"synthetic\"\nprotocol = \"nri\"\n"); },
-                 {"'protocol'", "\"nri-dc\""});
-  expect_message([&] { load_toml(d + "conditions = [\"DiffSpan\"]\n"); }, {"'conditions'"});
-  expect_message([&] { load_toml("dataset = \"synthetic\"\ntest_holder = \"shared\"\n"); },
-                 {"'test_holder'", "nri-dc"});
-  expect_message([&] { load_toml(d + "kawakami_form = \"svd\"\n"); }, {"'kawakami_form'"});
-  expect_message([&] { load_toml(d + "mlp_early_stopping = 1\n"); }, {"'mlp_early_stopping'"});
+  expect_config_error(d + "nri_delta = -0.1\n", {"'nri_delta'", "[0, inf)"});
+  expect_config_error(d + "nri_delta = nan\n", {"'nri_delta'", "finite"});
+  expect_config_error("dataset = \"synthetic\"\nprotocol = \"nri\"\n",
+                      {"'protocol'", "\"nri-dc\""});
+  expect_config_error(d + "conditions = [\"DiffSpan\"]\n", {"'conditions'"});
+  expect_config_error("dataset = \"synthetic\"\ntest_holder = \"shared\"\n",
+                      {"'test_holder'", "nri-dc"});
+  expect_config_error(d + "kawakami_form = \"svd\"\n", {"'kawakami_form'"});
+  expect_config_error(d + "mlp_early_stopping = 1\n", {"'mlp_early_stopping'"});
   // Per-protocol defaults: NRI-DC centres (scikit-learn's PCA) and shares the test set.
   auto c = load_toml(d);
   EXPECT_TRUE(c.centered());
