@@ -53,14 +53,23 @@ dcalign::Stack<double> anchors(const Problem& pr, std::uint64_t seed) {
   return A;
 }
 
-void run(benchmark::State& st, const Problem& pr, dcalign::Method method) {
+struct Variant {
+  const char* name;
+  dcalign::Method method;
+  dcalign::KawakamiForm form;
+  dcalign::SvdAlgorithm svd;
+};
+
+void run(benchmark::State& st, const Problem& pr, const Variant& v) {
+  const dcalign::Method method = v.method;
   const int nt = threads();
   openblas_set_num_threads(nt);
   auto backend = dcalign::make_backend(dcalign::Device::cpu, dcalign::BackendOptions{nt, 0, false});
   const auto A = anchors(pr, 2024);
   dcalign::AlignOptions o;
   o.method = method;
-  o.kawakami_form = dcalign::KawakamiForm::eigen;  // the paper's GEP
+  o.kawakami_form = v.form;
+  o.svd.algorithm = v.svd;
   o.evaluate = false;
   dcalign::AlignReport last;
   for (auto _ : st) {
@@ -86,20 +95,27 @@ void configure(benchmark::internal::Benchmark* b) {
 
 void register_all() {
   const std::pair<const char*, Problem> problems[] = {{"Pima", kPima}, {"Heart", kHeart}};
-  const std::pair<const char*, dcalign::Method> methods[] = {
-      {"LS_imakura", dcalign::Method::imakura},
-      {"GEP_kawakami_eigen", dcalign::Method::kawakami},
-      {"OPP", dcalign::Method::opp},
-      {"GOPP", dcalign::Method::gopp},
-      {"RDP_LS", dcalign::Method::rdp_ls},
-      {"RDP_OPP", dcalign::Method::rdp_opp}};
+  using dcalign::KawakamiForm;
+  using dcalign::Method;
+  using dcalign::SvdAlgorithm;
+  // The defaults (U_1 by the Gram route) and, as peers in the same run, the exact SVD that was
+  // the default before, and GEP's QR-SVD form (the same G_i up to column signs, 001 Alg. 3).
+  const Variant variants[] = {
+      {"LS_imakura", Method::imakura, KawakamiForm::eigen, SvdAlgorithm::gram},
+      {"LS_imakura_exact_svd", Method::imakura, KawakamiForm::eigen, SvdAlgorithm::exact},
+      {"GEP_kawakami_eigen", Method::kawakami, KawakamiForm::eigen, SvdAlgorithm::gram},
+      {"GEP_kawakami_qr_svd", Method::kawakami, KawakamiForm::qr_svd, SvdAlgorithm::gram},
+      {"OPP", Method::opp, KawakamiForm::eigen, SvdAlgorithm::gram},
+      {"OPP_exact_svd", Method::opp, KawakamiForm::eigen, SvdAlgorithm::exact},
+      {"GOPP", Method::gopp, KawakamiForm::eigen, SvdAlgorithm::gram},
+      {"RDP_LS", Method::rdp_ls, KawakamiForm::eigen, SvdAlgorithm::gram},
+      {"RDP_OPP", Method::rdp_opp, KawakamiForm::eigen, SvdAlgorithm::gram}};
   for (const auto& [pname, pr] : problems)
-    for (const auto& [mname, m] : methods) {
+    for (const Variant& variant : variants) {
       const Problem p = pr;
-      const dcalign::Method method = m;
-      configure(
-          benchmark::RegisterBenchmark((std::string(pname) + "/" + mname).c_str(),
-                                       [p, method](benchmark::State& st) { run(st, p, method); }));
+      const Variant v = variant;
+      configure(benchmark::RegisterBenchmark((std::string(pname) + "/" + v.name).c_str(),
+                                             [p, v](benchmark::State& st) { run(st, p, v); }));
     }
 }
 

@@ -234,8 +234,7 @@ class DcalignRunner final : public dcalign::bench::Runner {
     o.method = dcalign::parse_method(s.method);
     o.seed = cfg_.seed;
     o.evaluate = false;  // the metrics pass is not part of the method
-    o.svd.algorithm =
-        cfg_.svd == "randomized" ? dcalign::SvdAlgorithm::randomized : dcalign::SvdAlgorithm::exact;
+    o.svd.algorithm = dcalign::parse_svd_algorithm(cfg_.svd);
     o.svd.oversampling = cfg_.oversampling;
     o.svd.power_iterations = cfg_.power_iterations;
     o.svd.seed = cfg_.seed;
@@ -442,7 +441,8 @@ int main(int argc, char** argv) {
                  "once a series' median at a point exceeds this, its larger points are skipped "
                  "(0: no cap)")
       ->capture_default_str();
-  app.add_option("--svd", svd, "SVD of Imakura-DC and Kawakami-DC: randomized (paper) or exact")
+  app.add_option("--svd", svd,
+                 "SVD of Imakura-DC and Kawakami-DC: randomized (paper), exact or gram")
       ->capture_default_str();
   app.add_option("--oversampling", oversampling, "randomized SVD oversampling")
       ->capture_default_str();

@@ -526,8 +526,7 @@ void run_point_precision(Run& run, const Point& pt, const std::string& precision
     opts.method = dcalign::parse_method(method_name);
     opts.seed = cfg.seed;
     opts.polar = dcalign::parse_polar_method(cfg.polar);
-    opts.svd.algorithm =
-        cfg.svd == "randomized" ? dcalign::SvdAlgorithm::randomized : dcalign::SvdAlgorithm::exact;
+    opts.svd.algorithm = dcalign::parse_svd_algorithm(cfg.svd);
     dcalign::MatrixView<T> target = opts.method == dcalign::Method::kawakami
                                         ? dcalign::MatrixView<T>()
                                         : dcalign::MatrixView<T>(Z.data(), pt.a, pt.l);
@@ -678,7 +677,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "svd", "iterative"}));
   app.add_option("--svd", cfg.svd, "SVD of Imakura-DC, Kawakami-DC and GOPP's start")
       ->capture_default_str()
-      ->check(CLI::IsMember({"exact", "randomized"}));
+      ->check(CLI::IsMember({"exact", "randomized", "gram"}));
   app.add_option("--host-memory", cfg.host_memory,
                  "host buffer the 'with upload' runs copy from: pageable or pinned")
       ->capture_default_str()

@@ -96,7 +96,7 @@ CallOptions parse_options(const std::string& method, const py::dict& kw) {
   CallOptions o;
   AlignOptions& a = o.align;
   a.method = parse_method(method);
-  std::string target_rotation = "haar", svd = "exact";
+  std::string target_rotation = "haar", svd = "gram";
   bool have_rotation = false;
   for (auto item : kw) {
     const std::string k = py::cast<std::string>(item.first);
@@ -157,9 +157,7 @@ CallOptions parse_options(const std::string& method, const py::dict& kw) {
   // As `dcalign align` (src/cli/align_command.cpp).
   a.rotation = parse_target_rotation(target_rotation);
   if (have_rotation) a.rotation = TargetRotation::supplied;
-  if (svd != "exact" && svd != "randomized")
-    throw InvalidInput("unknown svd '" + svd + "'; expected exact or randomized");
-  a.svd.algorithm = svd == "randomized" ? SvdAlgorithm::randomized : SvdAlgorithm::exact;
+  a.svd.algorithm = parse_svd_algorithm(svd);
   a.svd.seed = a.seed ^ 0x5eedULL;
   return o;
 }

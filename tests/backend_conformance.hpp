@@ -1394,6 +1394,96 @@ TYPED_TEST_P(BackendConformance, InnerProductsOfStridedStacksInDouble) {
       }
 }
 
+TYPED_TEST_P(BackendConformance, SyrkBothOrientationsAreFullAndSymmetric) {
+  using T = TypeParam;
+  std::uint64_t seed = 1000;
+  for (const bool trans : {true, false})
+    for (index_t rows : {index_t(1), index_t(9), index_t(40)})
+      for (index_t cols : {index_t(1), index_t(6)}) {
+        SCOPED_TRACE(shape<T>(1, rows, cols) + (trans ? " A^T A" : " A A^T"));
+        Rng rng(seed++);
+        const index_t n = trans ? cols : rows;
+        const Ref A = gaussian(rows, cols, rng), X = gaussian(n, n, rng);
+        Ref C0(n, n);  // beta != 0 needs a symmetric C (the primitive's contract)
+        for (index_t j = 0; j < n; ++j)
+          for (index_t i = 0; i < n; ++i) C0(i, j) = X(i, j) + X(j, i);
+        HostStack<T> Ah(1, rows, cols, rows + 2), Ch(1, n, n, n + 1);
+        Ah.set(0, A);
+        Ch.set(0, C0);
+        Buffer<T> dA = this->up(Ah.v), dC = this->up(Ch.v);
+        const T alpha = T(0.75), beta = T(-0.5);
+        this->p().syrk(trans ? Op::trans : Op::none, alpha,
+                       Ah.matrix(static_cast<const T*>(dA.data())), beta, Ch.matrix(dC.data()));
+        const HostStack<T> Co = this->fetch(Ch, dC);
+        EXPECT_EQ(Ch.padding_changed(Co.v), 0);
+        const Ref a = Ah.ref(0), c0 = Ch.ref(0), c = Co.ref(0);
+        const Ref prod = trans ? mul(a, a, true, false) : mul(a, a, false, true);
+        const index_t k = trans ? rows : cols;
+        for (index_t j = 0; j < n; ++j)
+          for (index_t i = 0; i < n; ++i) {
+            // Each entry is a k-term dot product: |error| <= k u sum |a||a| + the beta term.
+            Real mag = std::abs(beta * c0(i, j));
+            for (index_t t = 0; t < k; ++t)
+              mag += std::abs(alpha) *
+                     (trans ? std::abs(a(t, i) * a(t, j)) : std::abs(a(i, t) * a(j, t)));
+            EXPECT_NEAR(c(i, j), alpha * prod(i, j) + beta * c0(i, j), (k + 2) * eps<T>() * mag)
+                << i << ", " << j;
+            // Both triangles written; symmetric to rounding.
+            EXPECT_NEAR(c(i, j), c(j, i), 2 * (k + 2) * eps<T>() * mag);
+          }
+      }
+}
+
+TYPED_TEST_P(BackendConformance, SyevLargestOfTheKnownSpectrum) {
+  using T = TypeParam;
+  std::uint64_t seed = 1050;
+  for (index_t n : {index_t(1), index_t(8), index_t(30)})
+    for (index_t k : {index_t(1), index_t(3), n}) {
+      if (k > n) continue;
+      SCOPED_TRACE(shape<T>(1, n, n) + ", k " + std::to_string(k));
+      Rng rng(seed++);
+      // S = Q diag(d) Q^T with distinct eigenvalues d_j = 2 - 3 j / n (some negative), so that
+      // every eigenvector is determined; the strictly upper triangle holds junk (not read).
+      const Ref Q = orthonormal(n, n, rng);
+      std::vector<Real> d(static_cast<size_t>(n));
+      for (index_t j = 0; j < n; ++j) d[j] = Real(2) - Real(3) * j / n;
+      Ref S(n, n);
+      for (index_t j = 0; j < n; ++j)
+        for (index_t i = 0; i < n; ++i) {
+          Real s = 0;
+          for (index_t t = 0; t < n; ++t) s += Q(i, t) * d[t] * Q(j, t);
+          S(i, j) = s;
+        }
+      HostStack<T> Sh(1, n, n, n + 2), Vh(1, n, k, n + 1);
+      Sh.set(0, S);
+      const Ref St = Sh.ref(0);  // the T-rounded matrix the backend sees (lower triangle)
+      for (index_t j = 0; j < n; ++j)
+        for (index_t i = 0; i < j; ++i) Sh.at(0, i, j) = T(1e4);
+      Buffer<T> dS = this->up(Sh.v), dV = this->up(Vh.v);
+      std::vector<T> w(static_cast<size_t>(k));
+      this->p().syev_largest(Sh.matrix(dS.data()), k, w.data(), Vh.matrix(dV.data()));
+      const HostStack<T> Vo = this->fetch(Vh, dV);
+      EXPECT_EQ(Vh.padding_changed(Vo.v), 0);
+      const Ref v = Vo.ref(0);
+      Ref Ssym = St;
+      for (index_t j = 0; j < n; ++j)
+        for (index_t i = 0; i < j; ++i) Ssym(i, j) = St(j, i);
+      const Real snorm = frob(Ssym);
+      // Backward stable: eigenvalues within O(n eps ||S||) (Weyl); 10 n eps margin. Gaps are
+      // 3 / n, so the eigenvectors are within O(n eps ||S|| n / 3): checked by the residual.
+      const Real tol = 10 * n * eps<T>() * snorm;
+      const Ref sv = mul(Ssym, v);
+      for (index_t j = 0; j < k; ++j) {
+        EXPECT_NEAR(w[j], d[j], tol) << "eigenvalue " << j << " (largest first)";
+        Real res = 0;
+        for (index_t i = 0; i < n; ++i)
+          res += (sv(i, j) - w[j] * v(i, j)) * (sv(i, j) - w[j] * v(i, j));
+        EXPECT_LE(std::sqrt(res), tol) << "residual " << j;
+      }
+      EXPECT_LE(frob_diff(mul(v, v, true, false), Ref::identity(k)), 10 * n * eps<T>());
+    }
+}
+
 REGISTER_TYPED_TEST_SUITE_P(
     BackendConformance, MemoryRoundTripCopyFillSynchronize, GemmAllTransposesShapesAndStrides,
     GemmBatchedBroadcastStridedAndEmpty, TrsmUpperBatchedReadsOnlyTheUpperTriangle,
@@ -1406,6 +1496,7 @@ REGISTER_TYPED_TEST_SUITE_P(
     AddIdentityBatchedTouchesOnlyTheDiagonal, AllFiniteFindsNanAndInfAnywhere,
     FirstNonfiniteBatchedReportsTheFirstIndex, OrthogonalityErrorsAgainstLongDouble,
     ResidualsAndProductColumnNormsAgainstLongDouble, SumSquaresAccumulatesInDouble,
-    InnerProductsOfStridedStacksInDouble);
+    InnerProductsOfStridedStacksInDouble, SyrkBothOrientationsAreFullAndSymmetric,
+    SyevLargestOfTheKnownSpectrum);
 
 }  // namespace dcalign::conformance

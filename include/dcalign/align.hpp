@@ -109,6 +109,9 @@ struct AlignReport {
   /// Smallest sigma_min / sigma_max over users of the matrices the method factorised (RDP: of
   /// its G_i, as the lower bound 1 / (||G_i||_F ||G_i^{-1}||_F)).
   double min_rank_ratio = 0.0;
+  /// The top-k SVD that ran, for methods that need one (AlignOptions::svd): "gram", "exact",
+  /// "randomized", or "exact (gram fallback: ...)" when the Gram route's accuracy bound failed.
+  std::string svd;
   index_t iterations = 0;  ///< GOPP, RDP (and iterative polar on GPUs)
   bool converged = true;
   /// RDP: ||grad f||_F at the result (NaN, JSON null, for the other methods).

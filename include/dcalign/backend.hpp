@@ -19,11 +19,19 @@ enum class Op { none, trans };
 std::string to_string(Device d);
 Device parse_device(const std::string& name);
 
-/// Top-k singular subspaces: exact (LAPACK/cuSOLVER SVD) or randomized (Halko, Martinsson,
-/// Tropp 2011: Gaussian sketch with oversampling, power iterations with re-orthonormalisation).
-enum class SvdAlgorithm { exact, randomized };
+/// Top-k singular subspaces: exact (LAPACK/cuSOLVER SVD), randomized (Halko, Martinsson, Tropp
+/// 2011: Gaussian sketch with oversampling, power iterations with re-orthonormalisation), or
+/// gram: the k largest eigenpairs of the Gram matrix of W's smaller side (W^T W or W W^T), one
+/// symmetric rank-k update and a partial symmetric eigensolver instead of a bidiagonalisation
+/// of W. Its error bound exceeds the exact SVD's by at most sigma_1 / sigma_k, so it falls back
+/// to the exact SVD when that ratio exceeds 100 (src/core/spectral.cpp). The primitive
+/// svd_topk implements exact and randomized; the gram path is written once on syrk and
+/// syev_largest (core::topk_svd).
+enum class SvdAlgorithm { exact, randomized, gram };
+std::string to_string(SvdAlgorithm a);
+SvdAlgorithm parse_svd_algorithm(const std::string& name);
 struct SvdOptions {
-  SvdAlgorithm algorithm = SvdAlgorithm::exact;
+  SvdAlgorithm algorithm = SvdAlgorithm::gram;
   index_t oversampling = 10;
   int power_iterations = 2;
   std::uint64_t seed = 0x5eed;
@@ -118,6 +126,10 @@ class Primitives {
   virtual void vstack(StackView<const T> in, MatrixView<T> out) = 0;
   /// Inverse of vstack (`out` may be strided).
   virtual void unvstack(MatrixView<const T> in, StackView<T> out) = 0;
+  /// C = alpha A^T A + beta C (Op::trans) or alpha A A^T + beta C (Op::none), C square and,
+  /// when beta != 0, symmetric on entry; both triangles of C are written (symmetric up to
+  /// rounding).
+  virtual void syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) = 0;
   /// C = alpha A + beta B (equal shapes; C may alias A or B).
   virtual void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
                     MatrixView<T> C) = 0;
@@ -138,6 +150,10 @@ class Primitives {
   /// Returns the singular value ratio min/max of every A_k, for rank decisions.
   virtual std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
                                        StackView<T> G) = 0;
+  /// The k largest eigenpairs of the symmetric S (n x n; only its lower triangle is read, and S
+  /// is overwritten): eigenvalues on the host in decreasing order, orthonormal eigenvectors in
+  /// V (n x k, column j for evals[j]).
+  virtual void syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) = 0;
   /// The k smallest eigenpairs of the symmetric-definite pencil S v = lambda B v (n x n),
   /// normalised so that V^T B V = I. Only the lower triangles of S and B are read; both are
   /// overwritten. Eigenvalues (host) ascending. A B that is not positive definite throws

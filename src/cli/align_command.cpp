@@ -76,9 +76,7 @@ AlignOptions make_options(const AlignArgs& a) {
   }
   if (!a.target_in.empty()) o.target = read_npy_matrix<double>(a.target_in);
   o.right = parse_right_factor(a.right);
-  o.svd.algorithm = a.svd == "randomized" ? SvdAlgorithm::randomized : SvdAlgorithm::exact;
-  if (a.svd != "randomized" && a.svd != "exact")
-    throw InvalidInput("unknown --svd '" + a.svd + "'; expected exact or randomized");
+  o.svd.algorithm = parse_svd_algorithm(a.svd);
   o.svd.oversampling = a.oversampling;
   o.svd.power_iterations = a.power_iterations;
   o.svd.seed = a.seed ^ 0x5eedULL;
@@ -175,7 +173,9 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
       ->check(device_names());
   cmd->add_option("--precision", args.precision, "float64 | float32")->capture_default_str();
   cmd->add_option("--svd", args.svd,
-                  "exact | randomized (Imakura, Kawakami, GOPP start, OPP, RDP starts)")
+                  "gram | exact | randomized: top singular vectors for Imakura, Kawakami, GOPP's "
+                  "start, OPP and RDP's starts (gram falls back to exact when sigma_1/sigma_l > "
+                  "100)")
       ->capture_default_str();
   cmd->add_option("--oversampling", args.oversampling, "randomized SVD oversampling")
       ->capture_default_str();

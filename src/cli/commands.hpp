@@ -17,7 +17,7 @@ struct AlignArgs {
   std::string right = "identity";
   std::string device = "cpu";
   std::string precision = "float64";
-  std::string svd = "exact";
+  std::string svd = "gram";
   std::string kawakami_form = "qr-svd";
   std::string gopp_init = "spectral";
   std::string polar = "auto";

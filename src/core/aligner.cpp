@@ -235,7 +235,7 @@ const char* name_of(GoppInit v) { return v == GoppInit::spectral ? "spectral" : 
 
 Json svd_json(const SvdOptions& s) {
   Json j;
-  j["algorithm"] = s.algorithm == SvdAlgorithm::exact ? "exact" : "randomized";
+  j["algorithm"] = to_string(s.algorithm);
   j["oversampling"] = s.oversampling;
   j["power_iterations"] = s.power_iterations;
   j["seed"] = s.seed;
@@ -452,10 +452,7 @@ Parsed parse_model(const std::string& dir) {
   const auto read_svd = [&] {
     const Json& s = o["svd"];
     in.exact_keys(s, {"algorithm", "oversampling", "power_iterations", "seed"}, "'options.svd'");
-    const std::string alg = in.str(s, "algorithm", "options.svd.");
-    if (alg != "exact" && alg != "randomized")
-      in.fail("key 'options.svd.algorithm' must be \"exact\" or \"randomized\"");
-    opts.svd.algorithm = alg == "exact" ? SvdAlgorithm::exact : SvdAlgorithm::randomized;
+    opts.svd.algorithm = in.choice(s, "algorithm", parse_svd_algorithm, "options.svd.");
     opts.svd.oversampling = in.integer(s, "oversampling", 0, "options.svd.");
     opts.svd.power_iterations =
         static_cast<int>(in.integer(s, "power_iterations", 0, "options.svd."));

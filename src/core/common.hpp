@@ -63,14 +63,49 @@ Matrix<double> target_rotation(const AlignOptions& opts, index_t l);
 template <typename T>
 void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what);
 
-/// Top-l left singular vectors U of W = [A_1 ... A_c] into U (a x l, backend memory).
+/// The Gram route of a top-k SVD is used while sigma_1 / sigma_k <= this (src/core/spectral.cpp
+/// derives the bound); beyond it the exact SVD runs.
+inline constexpr double kGramMaxRatio = 100.0;
+
+/// Which algorithm produced a top-k SVD.
+struct SvdPath {
+  SvdAlgorithm algorithm = SvdAlgorithm::exact;
+  bool gram_fallback = false;  ///< gram was asked for, but sigma_1 / sigma_k > kGramMaxRatio
+  double ratio = 0.0;          ///< sigma_1 / sigma_k from the Gram eigenvalues (gram asked)
+  /// "gram", "exact", "randomized" or "exact (gram fallback: sigma_1/sigma_k = ...)".
+  std::string describe() const;
+};
+
+/// Top-k singular triplets of W (as Primitives::svd_topk) by the algorithm `opts` names; gram
+/// forms K with gram_of and runs gram_topk, falling back to the exact SVD.
 template <typename T>
-void spectral_basis(Context<T>& ctx, MatrixView<T> U);
+SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
+                 MatrixView<T> U, MatrixView<T> V);
+/// K = W^T W when W has no more columns than rows, else K = W W^T (the smaller Gram matrix).
+template <typename T>
+void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K);
+/// Top-k triplets of W from its Gram matrix K (as gram_of computes it; K is not modified).
+/// Returns algorithm gram on success; algorithm exact, with nothing written, when
+/// sigma_1 / sigma_k exceeds kGramMaxRatio (the caller then runs the exact SVD).
+template <typename T>
+SvdPath gram_topk(Primitives<T>& p, MatrixView<const T> W, MatrixView<const T> K, index_t k, T* s,
+                  MatrixView<T> U, MatrixView<T> V);
+
+/// Top-l left singular vectors U of W = [A_1 ... A_c] into U (a x l, backend memory), by
+/// AlignOptions::svd; records the path in the report. `gram`, when given, is W's Gram matrix
+/// (gram_of) that the caller already holds.
+template <typename T>
+void spectral_basis(Context<T>& ctx, MatrixView<T> U, MatrixView<const T> gram = {});
 
 /// G_i = polar(A_i^T Z) for every user, as one product Z^T W (l x c*l, whose blocks are the
 /// M_i^T) followed by one batched polar step. `scratch` holds c*l*l values.
 template <typename T>
 PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch);
+
+/// G_i = polar(M_i) for the row blocks M_i of the c*l x l matrix `products` (M_i = A_i^T Z):
+/// the second half of procrustes_step, for callers that formed the products another way.
+template <typename T>
+PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products);
 
 /// The ODC step on a target already in place: G_i = polar(A_i^T Z) through procrustes_step,
 /// keeping the products in ctx.products for the evaluation, then the rank check (`what` names

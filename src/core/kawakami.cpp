@@ -31,7 +31,9 @@ void kawakami_qr_svd(Context<T>& ctx) {
   Buffer<T> v = p.allocate(c * l * l);
   std::vector<T> s(static_cast<size_t>(l));
   MatrixView<T> V(v.data(), c * l, l);
-  p.svd_topk(StackView<const T>(Q).concatenated(), l, ctx.opts.svd, s.data(), MatrixView<T>(), V);
+  ctx.report.svd = topk_svd(p, StackView<const T>(Q).concatenated(), l, ctx.opts.svd, s.data(),
+                            MatrixView<T>(), V)
+                       .describe();
   ctx.timer.lap("svd");
 
   p.unvstack(MatrixView<const T>(V), ctx.G);
@@ -47,7 +49,7 @@ void kawakami_eigen(Context<T>& ctx) {
   MatrixView<T> S(s.data(), n, n), B(b.data(), n, n);
   const auto W = ctx.A.concatenated();
   // S = -2 K, then the diagonal blocks get + 2c K_ii and B = blkdiag(K_ii).
-  p.gemm(Op::trans, Op::none, T(-2), W, W, T(0), S);
+  p.syrk(Op::trans, T(-2), W, T(0), S);
   p.fill(b.data(), n * n, T(0));
   for (index_t i = 0; i < c; ++i) {
     MatrixView<T> Sii = S.rows_range(i * l, l).cols_range(i * l, l);

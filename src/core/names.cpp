@@ -34,6 +34,25 @@ Device parse_device(const std::string& name) {
   unknown("device", name, "cpu, cuda");
 }
 
+std::string to_string(SvdAlgorithm a) {
+  switch (a) {
+    case SvdAlgorithm::exact:
+      return "exact";
+    case SvdAlgorithm::randomized:
+      return "randomized";
+    case SvdAlgorithm::gram:
+      return "gram";
+  }
+  return "?";
+}
+SvdAlgorithm parse_svd_algorithm(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "exact") return SvdAlgorithm::exact;
+  if (n == "randomized" || n == "randomised") return SvdAlgorithm::randomized;
+  if (n == "gram") return SvdAlgorithm::gram;
+  unknown("SVD algorithm", name, "exact, randomized, gram");
+}
+
 std::string to_string(Method m) {
   switch (m) {
     case Method::odc:

@@ -28,6 +28,7 @@ std::string AlignReport::to_json(int indent) const {
   j["orthogonality_error"] = metric(orthogonality_error);
   j["constraint_error"] = metric(constraint_error);
   j["min_rank_ratio"] = min_rank_ratio;
+  if (!svd.empty()) j["svd"] = svd;
   j["iterations"] = iterations;
   j["converged"] = converged;
   j["gradient_norm"] = std::isnan(gradient_norm) ? nullptr : nlohmann::ordered_json(gradient_norm);

@@ -116,9 +116,15 @@ void check_rank(const std::vector<T>& ratio, double tolerance, const std::string
 }
 
 template <typename T>
-void spectral_basis(Context<T>& ctx, MatrixView<T> U) {
+void spectral_basis(Context<T>& ctx, MatrixView<T> U, MatrixView<const T> gram) {
   std::vector<T> s(static_cast<size_t>(ctx.dim()));
-  ctx.p.svd_topk(ctx.A.concatenated(), ctx.dim(), ctx.opts.svd, s.data(), U, MatrixView<T>());
+  const auto W = ctx.A.concatenated();
+  SvdPath path;
+  if (gram.data() && ctx.opts.svd.algorithm == SvdAlgorithm::gram)
+    path = gram_topk(ctx.p, W, gram, ctx.dim(), s.data(), U, MatrixView<T>());
+  if (path.algorithm != SvdAlgorithm::gram)
+    path = topk_svd(ctx.p, W, ctx.dim(), ctx.opts.svd, s.data(), U, MatrixView<T>());
+  ctx.report.svd = path.describe();
   if (!(s.back() > T(0)))
     throw InvalidInput("the concatenated anchor [A_1 ... A_c] has rank below l = " +
                        std::to_string(ctx.dim()) + "; no l-dimensional target exists");
@@ -142,18 +148,25 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
     }
     ctx.values_checked = true;
   }
+  return polar_of_products(ctx, scratch);
+}
+
+template <typename T>
+PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products) {
+  const index_t l = ctx.dim(), c = ctx.users();
   PolarOptions po;
   po.method = ctx.opts.polar;
   po.fallback_ratio = ctx.rank_tolerance;  // rank decisions on doubtful users use exact SVDs
   po.measure_orthogonality = false;        // the report's evaluation measures it
-  return polar_factor(ctx.p, StackView<const T>(scratch, c, l, l, c * l, l), false, ctx.G, po);
+  return polar_factor(ctx.p, StackView<const T>(products, c, l, l, c * l, l), false, ctx.G, po);
 }
 
-#define DCALIGN_INSTANTIATE_COMMON(T)                                             \
-  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);            \
-  template void check_rank<T>(const std::vector<T>&, double, const std::string&); \
-  template void spectral_basis<T>(Context<T>&, MatrixView<T>);                    \
-  template PolarInfo<T> procrustes_step<T>(Context<T>&, MatrixView<const T>, T*);
+#define DCALIGN_INSTANTIATE_COMMON(T)                                               \
+  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);              \
+  template void check_rank<T>(const std::vector<T>&, double, const std::string&);   \
+  template void spectral_basis<T>(Context<T>&, MatrixView<T>, MatrixView<const T>); \
+  template PolarInfo<T> procrustes_step<T>(Context<T>&, MatrixView<const T>, T*);   \
+  template PolarInfo<T> polar_of_products<T>(Context<T>&, const T*);
 DCALIGN_INSTANTIATE_COMMON(float)
 DCALIGN_INSTANTIATE_COMMON(double)
 

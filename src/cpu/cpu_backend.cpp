@@ -337,6 +337,28 @@ void CpuPrimitives<T>::unvstack(MatrixView<const T> in, StackView<T> out) {
 }
 
 template <typename T>
+void CpuPrimitives<T>::syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) {
+  const bool t = trans == Op::trans;
+  const index_t n = t ? A.cols() : A.rows(), k = t ? A.rows() : A.cols();
+  if (C.rows() != n || C.cols() != n)
+    throw InvalidInput("syrk: C must be square of the product's order (internal error)");
+  if (n == 0) return;
+  const int nt = omp_in_parallel() ? 1 : threads_;
+  if (nt > 1 && double(n) * double(n) * double(k) >= 4e6) {
+    // The split gemm above uses this backend's threads (one pool, see there); it computes both
+    // triangles, twice syrk's flops on as many cores as there are slabs.
+    gemm(t ? Op::trans : Op::none, t ? Op::none : Op::trans, alpha, A, A, beta, C);
+  } else {
+    BlasThreads one(1);
+    cpu::syrk_lower(t, li(n), li(k), alpha, A.data(), li(std::max<index_t>(A.ld(), 1)), beta,
+                    C.data(), li(C.ld()));
+  }
+  // Mirror the lower triangle: C is exactly symmetric whichever branch ran.
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = j + 1; i < n; ++i) C(j, i) = C(i, j);
+}
+
+template <typename T>
 void CpuPrimitives<T>::geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
                             MatrixView<T> C) {
   for (index_t j = 0; j < C.cols(); ++j)
@@ -506,6 +528,41 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
   }
   errors.rethrow();
   return ratio;
+}
+
+template <typename T>
+void CpuPrimitives<T>::syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) {
+  const index_t n = S.rows();
+  if (S.cols() != n || k < 1 || k > n || V.rows() != n || V.cols() != k)
+    throw InvalidInput("syev_largest: shapes do not match (internal error)");
+  // Like gesdd, syevr need not return on an Inf: check the triangle it reads first.
+  for (index_t j = 0; j < n; ++j)
+    for (index_t i = j; i < n; ++i)
+      if (!std::isfinite(S(i, j))) throw NumericalError("syevr: the matrix holds NaN or Inf");
+  const lapack_int ni = li(n), ki = li(k);
+  lapack_int found = 0, iquery = 0;
+  T query = 0;
+  std::vector<T> w(static_cast<size_t>(n)), z(static_cast<size_t>(n) * k);
+  std::vector<lapack_int> isuppz(2 * static_cast<size_t>(k));
+  BlasThreads one(1);
+  check_info(cpu::syevr(ni, S.data(), li(S.ld()), ni - ki + 1, ni, &found, w.data(), z.data(), ni,
+                        isuppz.data(), &query, -1, &iquery, -1),
+             "syevr (workspace query)");
+  std::vector<T> work(static_cast<size_t>(query) + 1);
+  std::vector<lapack_int> iwork(static_cast<size_t>(std::max<lapack_int>(iquery, 1)));
+  check_info(cpu::syevr(ni, S.data(), li(S.ld()), ni - ki + 1, ni, &found, w.data(), z.data(), ni,
+                        isuppz.data(), work.data(), static_cast<lapack_int>(work.size()),
+                        iwork.data(), static_cast<lapack_int>(iwork.size())),
+             "syevr");
+  if (found != ki)
+    throw NumericalError("syevr returned " + std::to_string(found) + " eigenpairs, expected " +
+                         std::to_string(k));
+  // syevr returns them ascending; the largest first here.
+  for (index_t j = 0; j < k; ++j) {
+    const index_t from = k - 1 - j;
+    evals[j] = w[static_cast<size_t>(from)];
+    std::memcpy(&V(0, j), z.data() + from * n, sizeof(T) * n);
+  }
 }
 
 template <typename T>

@@ -24,6 +24,7 @@ class CpuPrimitives final : public Primitives<T> {
   void trsm_upper_batched(StackView<const T> R, StackView<T> B) override;
   void vstack(StackView<const T> in, MatrixView<T> out) override;
   void unvstack(MatrixView<const T> in, StackView<T> out) override;
+  void syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) override;
   void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
             MatrixView<T> C) override;
 
@@ -33,6 +34,7 @@ class CpuPrimitives final : public Primitives<T> {
                 MatrixView<T> V) override;
   std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
                                StackView<T> G) override;
+  void syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) override;
   void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                      MatrixView<T> V) override;
 

@@ -40,6 +40,17 @@ inline void gemm(bool ta, bool tb, lapack_int m, lapack_int n, lapack_int k, dou
               ldc);
 }
 
+// Lower triangle of C = alpha op(A)^T op(A) + beta C: trans = true gives A^T A (A is k x n),
+// false gives A A^T (A is n x k).
+inline void syrk_lower(bool trans, lapack_int n, lapack_int k, float alpha, const float* A,
+                       lapack_int lda, float beta, float* C, lapack_int ldc) {
+  cblas_ssyrk(CblasColMajor, CblasLower, cblas_op(trans), n, k, alpha, A, lda, beta, C, ldc);
+}
+inline void syrk_lower(bool trans, lapack_int n, lapack_int k, double alpha, const double* A,
+                       lapack_int lda, double beta, double* C, lapack_int ldc) {
+  cblas_dsyrk(CblasColMajor, CblasLower, cblas_op(trans), n, k, alpha, A, lda, beta, C, ldc);
+}
+
 inline void trsm_left_upper(lapack_int m, lapack_int n, const float* R, lapack_int ldr, float* B,
                             lapack_int ldb) {
   cblas_strsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, n, 1.0f, R, ldr,
@@ -113,6 +124,21 @@ inline lapack_int sygvx(lapack_int n, double* A, lapack_int lda, double* B, lapa
                         lapack_int* ifail) {
   return LAPACKE_dsygvx_work(LAPACK_COL_MAJOR, 1, 'V', 'I', 'L', n, A, lda, B, ldb, 0.0, 0.0, il,
                              iu, 2 * LAPACKE_dlamch('S'), m, w, Z, ldz, work, lwork, iwork, ifail);
+}
+
+// syevr: eigenvectors of the eigenvalues il..iu (1-based, ascending) of a symmetric matrix,
+// lower triangle, MRRR. abstol = safe minimum, LAPACK's advice for the most accurate values.
+inline lapack_int syevr(lapack_int n, float* A, lapack_int lda, lapack_int il, lapack_int iu,
+                        lapack_int* m, float* w, float* Z, lapack_int ldz, lapack_int* isuppz,
+                        float* work, lapack_int lwork, lapack_int* iwork, lapack_int liwork) {
+  return LAPACKE_ssyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'L', n, A, lda, 0.0f, 0.0f, il, iu,
+                             LAPACKE_slamch('S'), m, w, Z, ldz, isuppz, work, lwork, iwork, liwork);
+}
+inline lapack_int syevr(lapack_int n, double* A, lapack_int lda, lapack_int il, lapack_int iu,
+                        lapack_int* m, double* w, double* Z, lapack_int ldz, lapack_int* isuppz,
+                        double* work, lapack_int lwork, lapack_int* iwork, lapack_int liwork) {
+  return LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'L', n, A, lda, 0.0, 0.0, il, iu,
+                             LAPACKE_dlamch('S'), m, w, Z, ldz, isuppz, work, lwork, iwork, liwork);
 }
 
 /// Sets OpenBLAS to `n` threads for the lifetime of the guard. Used around loops that run many

@@ -97,6 +97,17 @@ void gemm(Context& ctx, Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView
 }
 
 template <typename T>
+void syrk(Context& ctx, Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) {
+  const bool t = trans == Op::trans;
+  const index_t n = t ? A.cols() : A.rows();
+  if (C.rows() != n || C.cols() != n)
+    throw InvalidInput("syrk: C must be square of the product's order (internal error)");
+  // cuBLAS's syrk fills one triangle; the other would need a mirroring kernel. On the GPU the
+  // full gemm costs little more than that extra pass, so both triangles come from it.
+  gemm(ctx, t ? Op::trans : Op::none, t ? Op::none : Op::trans, alpha, A, A, beta, C);
+}
+
+template <typename T>
 void gemm_batched(Context& ctx, Op ta, Op tb, T alpha, StackView<const T> A, StackView<const T> B,
                   T beta, StackView<T> C) {
   const index_t count = C.count();
@@ -329,6 +340,7 @@ std::vector<double> inner_products(Context& ctx, StackView<const T> X, StackView
   template void trsm_upper_batched<T>(Context&, StackView<const T>, StackView<T>);                \
   template void vstack<T>(Context&, StackView<const T>, MatrixView<T>);                           \
   template void unvstack<T>(Context&, MatrixView<const T>, StackView<T>);                         \
+  template void syrk<T>(Context&, Op, T, MatrixView<const T>, T, MatrixView<T>);                  \
   template void geam<T>(Context&, T, MatrixView<const T>, T, MatrixView<const T>, MatrixView<T>); \
   template bool all_finite<T>(Context&, const T*, index_t);                                       \
   template std::vector<index_t> first_nonfinite_batched<T>(Context&, StackView<const T>);         \

@@ -41,6 +41,9 @@ class CudaPrimitives final : public Primitives<T> {
   void unvstack(MatrixView<const T> in, StackView<T> out) override {
     ops::unvstack(use(), in, out);
   }
+  void syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) override {
+    ops::syrk(use(), trans, alpha, A, beta, C);
+  }
   void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
             MatrixView<T> C) override {
     ops::geam(use(), alpha, A, beta, B, C);
@@ -59,6 +62,9 @@ class CudaPrimitives final : public Primitives<T> {
   std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
                                StackView<T> G) override {
     return ops::lstsq_batched(use(), A, Z, G);
+  }
+  void syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) override {
+    ops::syev_largest(use(), S, k, evals, V);
   }
   void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                      MatrixView<T> V) override {

@@ -125,6 +125,15 @@
   X(cusolver, cusolverStatus_t, cusolverDnDorgqr_bufferSize, (cusolverDnHandle_t handle, int m,   \
       int n, int k, const double* A, int lda, const double* tau, int* lwork), (handle, m, n, k,   \
       A, lda, tau, lwork))                                                                        \
+  X(cusolver, cusolverStatus_t, cusolverDnDsyevdx, (cusolverDnHandle_t handle,                     \
+      cusolverEigMode_t jobz, cusolverEigRange_t range, cublasFillMode_t uplo, int n, double* A,    \
+      int lda, double vl, double vu, int il, int iu, int* meig, double* W, double* work, int lwork,          \
+      int* info), (handle, jobz, range, uplo, n, A, lda, vl, vu, il, iu, meig, W, work, lwork,   \
+      info))                                                                                      \
+  X(cusolver, cusolverStatus_t, cusolverDnDsyevdx_bufferSize, (cusolverDnHandle_t handle,          \
+      cusolverEigMode_t jobz, cusolverEigRange_t range, cublasFillMode_t uplo, int n,             \
+      const double* A, int lda, double vl, double vu, int il, int iu, int* meig, const double* W,            \
+      int* lwork), (handle, jobz, range, uplo, n, A, lda, vl, vu, il, iu, meig, W, lwork))        \
   X(cusolver, cusolverStatus_t, cusolverDnDsygvdx, (cusolverDnHandle_t handle,                    \
       cusolverEigType_t itype, cusolverEigMode_t jobz, cusolverEigRange_t range,                  \
       cublasFillMode_t uplo, int n, double* A, int lda, double* B, int ldb, double vl, double vu, \
@@ -162,6 +171,15 @@
   X(cusolver, cusolverStatus_t, cusolverDnSorgqr_bufferSize, (cusolverDnHandle_t handle, int m,   \
       int n, int k, const float* A, int lda, const float* tau, int* lwork), (handle, m, n, k, A,  \
       lda, tau, lwork))                                                                           \
+  X(cusolver, cusolverStatus_t, cusolverDnSsyevdx, (cusolverDnHandle_t handle,                     \
+      cusolverEigMode_t jobz, cusolverEigRange_t range, cublasFillMode_t uplo, int n, float* A,    \
+      int lda, float vl, float vu, int il, int iu, int* meig, float* W, float* work, int lwork,          \
+      int* info), (handle, jobz, range, uplo, n, A, lda, vl, vu, il, iu, meig, W, work, lwork,   \
+      info))                                                                                      \
+  X(cusolver, cusolverStatus_t, cusolverDnSsyevdx_bufferSize, (cusolverDnHandle_t handle,          \
+      cusolverEigMode_t jobz, cusolverEigRange_t range, cublasFillMode_t uplo, int n,             \
+      const float* A, int lda, float vl, float vu, int il, int iu, int* meig, const float* W,            \
+      int* lwork), (handle, jobz, range, uplo, n, A, lda, vl, vu, il, iu, meig, W, lwork))        \
   X(cusolver, cusolverStatus_t, cusolverDnSsygvdx, (cusolverDnHandle_t handle,                    \
       cusolverEigType_t itype, cusolverEigMode_t jobz, cusolverEigRange_t range,                  \
       cublasFillMode_t uplo, int n, float* A, int lda, float* B, int ldb, float vl, float vu,     \

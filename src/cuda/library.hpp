@@ -205,4 +205,29 @@ inline cusolverStatus_t sygvdx(cusolverDnHandle_t h, int n, double* A, int lda, 
                            work, lwork, info);
 }
 
+inline cusolverStatus_t syevdx_buffer_size(cusolverDnHandle_t h, int n, const float* A, int lda,
+                                           int il, int iu, int* meig, const float* W, int* lwork) {
+  return cusolverDnSsyevdx_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_RANGE_I,
+                                      CUBLAS_FILL_MODE_LOWER, n, A, lda, 0.0f, 0.0f, il, iu, meig,
+                                      W, lwork);
+}
+inline cusolverStatus_t syevdx(cusolverDnHandle_t h, int n, float* A, int lda, int il, int iu,
+                               int* meig, float* W, float* work, int lwork, int* info) {
+  return cusolverDnSsyevdx(h, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_RANGE_I,
+                           CUBLAS_FILL_MODE_LOWER, n, A, lda, 0.0f, 0.0f, il, iu, meig, W, work,
+                           lwork, info);
+}
+inline cusolverStatus_t syevdx_buffer_size(cusolverDnHandle_t h, int n, const double* A, int lda,
+                                           int il, int iu, int* meig, const double* W, int* lwork) {
+  return cusolverDnDsyevdx_bufferSize(h, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_RANGE_I,
+                                      CUBLAS_FILL_MODE_LOWER, n, A, lda, 0.0, 0.0, il, iu, meig, W,
+                                      lwork);
+}
+inline cusolverStatus_t syevdx(cusolverDnHandle_t h, int n, double* A, int lda, int il, int iu,
+                               int* meig, double* W, double* work, int lwork, int* info) {
+  return cusolverDnDsyevdx(h, CUSOLVER_EIG_MODE_VECTOR, CUSOLVER_EIG_RANGE_I,
+                           CUBLAS_FILL_MODE_LOWER, n, A, lda, 0.0, 0.0, il, iu, meig, W, work,
+                           lwork, info);
+}
+
 }  // namespace dcalign::cuda::lib

@@ -36,6 +36,8 @@ void vstack(Context& ctx, StackView<const T> in, MatrixView<T> out);
 template <typename T>
 void unvstack(Context& ctx, MatrixView<const T> in, StackView<T> out);
 template <typename T>
+void syrk(Context& ctx, Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C);
+template <typename T>
 void geam(Context& ctx, T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
           MatrixView<T> C);
 
@@ -67,6 +69,8 @@ void svd_topk(Context& ctx, MatrixView<const T> W, index_t k, const SvdOptions& 
 template <typename T>
 std::vector<T> lstsq_batched(Context& ctx, StackView<const T> A, MatrixView<const T> Z,
                              StackView<T> G);
+template <typename T>
+void syev_largest(Context& ctx, MatrixView<T> S, index_t k, T* evals, MatrixView<T> V);
 template <typename T>
 void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                    MatrixView<T> V);

@@ -390,6 +390,39 @@ std::vector<T> lstsq_batched(Context& ctx, StackView<const T> A, MatrixView<cons
 }
 
 template <typename T>
+void syev_largest(Context& ctx, MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) {
+  const index_t n = S.rows();
+  if (S.cols() != n || k < 1 || k > n || V.rows() != n || V.cols() != k)
+    throw InvalidInput("syev_largest: shapes do not match (internal error)");
+  const int ni = to_int(n, "n"), ki = to_int(k, "k"), lda = to_int(S.ld(), "lda");
+  Layout results;
+  const size_t w_at = results.add<T>(n), info_at = results.add<int>(1);
+  void* rbase = ctx.workspace(Context::kResults, results.bytes());
+  T* W = Layout::at<T>(rbase, w_at);
+  int* info = Layout::at<int>(rbase, info_at);
+  int meig = 0, lwork = 0;
+  DCALIGN_CUDA(
+      lib::syevdx_buffer_size(ctx.solver(), ni, S.data(), lda, ni - ki + 1, ni, &meig, W, &lwork));
+  lwork = std::max(lwork, 1);
+  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
+  DCALIGN_CUDA(
+      lib::syevdx(ctx.solver(), ni, S.data(), lda, ni - ki + 1, ni, &meig, W, work, lwork, info));
+  int host_info = 0;
+  download(ctx, static_cast<const int*>(info), &host_info, 1);
+  check_info(host_info, "syevdx");
+  if (meig != ki)
+    throw NumericalError("syevdx returned " + std::to_string(meig) + " eigenpairs, expected " +
+                         std::to_string(ki));
+  // Ascending in the first k columns of S; the largest first in V (k column copies, k <= n).
+  for (index_t j = 0; j < k; ++j)
+    kernels::copy_matrices(ctx.stream(), 1, n, 1, S.data() + (k - 1 - j) * S.ld(), S.ld(), 0,
+                           V.data() + j * V.ld(), V.ld(), 0);
+  std::vector<T> w(static_cast<size_t>(k));
+  download(ctx, static_cast<const T*>(W), w.data(), k);
+  for (index_t j = 0; j < k; ++j) evals[j] = w[static_cast<size_t>(k - 1 - j)];
+}
+
+template <typename T>
 void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                    MatrixView<T> V) {
   const index_t n = S.rows();
@@ -433,6 +466,7 @@ void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T*
                             MatrixView<T>, MatrixView<T>);                                    \
   template std::vector<T> lstsq_batched<T>(Context&, StackView<const T>, MatrixView<const T>, \
                                            StackView<T>);                                     \
+  template void syev_largest<T>(Context&, MatrixView<T>, index_t, T*, MatrixView<T>);         \
   template void sygv_smallest<T>(Context&, MatrixView<T>, MatrixView<T>, index_t, T*,         \
                                  MatrixView<T>);
 DCALIGN_INSTANTIATE_SOLVER_OPS(float)

@@ -90,6 +90,16 @@ TYPED_TEST(CpuParallelErrors, SvdTopkRejectsInfInsteadOfHanging) {
                NumericalError);
 }
 
+TYPED_TEST(CpuParallelErrors, SyevLargestRejectsInfInsteadOfHanging) {
+  using T = TypeParam;
+  const index_t n = 6;
+  std::vector<T> S(static_cast<size_t>(n * n), T(1)), V(static_cast<size_t>(n * 2)), w(2);
+  S[3] = std::numeric_limits<T>::infinity();  // lower triangle, column 0
+  EXPECT_THROW(this->p().syev_largest(MatrixView<T>(S.data(), n, n), 2, w.data(),
+                                      MatrixView<T>(V.data(), n, 2)),
+               NumericalError);
+}
+
 TYPED_TEST(CpuParallelErrors, GemmBatchedShapeErrorsLeaveTheLoop) {
   using T = TypeParam;
   // Inner dimensions that do not match: gemm throws InvalidInput inside gemm_batched's loop.
