@@ -27,7 +27,10 @@
 // * heart-disease (Cleveland, processed): the 6 rows with '?' (in ca or thal) are DROPPED
 //   (297 remain). Label 1 = disease (num > 0). cp, restecg, slope and thal are one-hot encoded
 //   in place (levels: sorted distinct values in the file); sex, fbs and exang stay 0/1;
-//   age, trestbps, chol, thalach, oldpeak and ca are continuous. No test split.
+//   age, trestbps, chol, thalach, oldpeak and ca are continuous. No test split. With
+//   LoadOptions::heart_ca_categorical, ca (0-3 major vessels) is one-hot encoded too, as paper
+//   004 section 4.2.2 codes it; with LoadOptions::onehot = drop_first as well, that is 004's
+//   coding: 5 continuous + 3 binary + cp 3 + restecg 2 + slope 2 + ca 3 + thal 2 = 20 features.
 // * german-credit: the 13 categorical 'Axx' attributes are one-hot encoded in place (levels:
 //   sorted distinct codes in the file); the 7 numeric attributes are continuous. Label 1 = bad
 //   credit (file class 2), 0 = good (file class 1). No test split.
@@ -38,6 +41,11 @@
 //   split (adult), else with the statistics of the whole file. Callers that want statistics
 //   from their own training part only can load with standardize = false and use Standardizer.
 //   One-hot, binary and pixel columns are never standardised.
+// * One-hot coding (LoadOptions::onehot): `full` gives one indicator per level; `drop_first`
+//   leaves out the indicator of each column's first level (the smallest code, or the
+//   byte-wise first string), as pandas' get_dummies(drop_first=True) does, so that level
+//   encodes as all zeros (paper 004 section 4.2). A test-file level never seen in training
+//   also encodes as all zeros. Only the tabular sets have one-hot columns.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,6 +59,11 @@ namespace dcalign::data {
 // ------------------------------------------------------------------------------------------
 // Locating and verifying files
 
+/// How the categorical columns of the tabular sets are one-hot encoded (see the header comment).
+enum class OneHotCoding { full, drop_first };
+/// "full" or "drop-first"; anything else throws InvalidInput listing both.
+OneHotCoding parse_onehot_coding(const std::string& name);
+
 struct LoadOptions {
   /// Directory holding the dataset folders (mnist/, adult/, ...). Empty: the environment
   /// variable DCALIGN_DATA if set and non-empty, else default_data_dir().
@@ -59,6 +72,11 @@ struct LoadOptions {
   bool verify_checksums = false;
   /// Standardise the continuous columns (see the header comment).
   bool standardize = true;
+  /// One indicator per level, or all but the first level's (pandas' drop_first).
+  OneHotCoding onehot = OneHotCoding::full;
+  /// heart-disease only: ca one-hot encoded instead of continuous (paper 004's coding). Set for
+  /// another dataset, load_dataset throws InvalidInput.
+  bool heart_ca_categorical = false;
 };
 
 /// The directory compiled in at build time: <source>/../shared/datasets.
@@ -231,6 +249,30 @@ std::vector<double> sample_dirichlet(index_t k, double alpha, Rng& rng);
 
 /// A random train/test split of a dataset: test_size samples in the test part.
 TrainTest random_split(const Dataset& d, index_t test_size, std::uint64_t seed);
+
+/// How many of n rows each class gets in a stratified subsample of a set with class_sizes[k]
+/// rows of class k (N rows in all, 0 <= n <= N): largest remainder (Hamilton) rounding of the
+/// quotas n * class_sizes[k] / N. Every class first gets floor(quota); the rows left over (fewer
+/// than the number of classes) go one each to the classes with the largest remainders
+/// n * class_sizes[k] mod N, ties to the smaller class index. So every class gets floor(quota)
+/// or ceil(quota) rows, never more than it has, and the counts add up to n. Computed in exact
+/// integer arithmetic. Throws InvalidInput for a negative size or n outside 0..N.
+std::vector<index_t> stratified_allocation(const std::vector<index_t>& class_sizes, index_t n);
+
+/// n of the y.size() samples, drawn without replacement from the seed alone and returned sorted
+/// increasingly. stratified (classification, num_classes > 0): class k contributes
+/// stratified_allocation(class sizes, n)[k] of its samples, drawn uniformly within the class;
+/// otherwise (or for regression, num_classes = 0) a uniform sample of n. Throws InvalidInput
+/// when n is outside 0..y.size() or a label is not a class index.
+std::vector<index_t> subsample(const std::vector<double>& y, index_t num_classes, index_t n,
+                               bool stratified, std::uint64_t seed);
+
+/// The dataset grown to n rows by repeating its rows in order: row k of the result is row
+/// k mod d.samples() of d (k = 0..n-1), so the first d.samples() rows are d itself and row k
+/// repeats row k - d.samples(). No randomness. Used to emulate files that hold the same records
+/// several times (the 1025-row Heart disease file repeats the Cleveland patients). Throws
+/// InvalidInput when d has no rows or n < d.samples().
+Dataset repeat_rows(const Dataset& d, index_t n);
 
 // ------------------------------------------------------------------------------------------
 // Gathering rows

@@ -34,6 +34,27 @@ struct Config {
   /// 0: the whole official test set; else a random subset of it. A dataset without an official
   /// test split needs it: every trial then draws its own test set of this size from the data.
   index_t test_samples = 0;
+  /// Paper 004's data preparation (section 4.2). subsample > 0: every trial first draws this
+  /// many rows of the pool from its own seed, then splits off its test rows and partitions the
+  /// users from those rows alone (0: the whole pool, the default). The pool is the dataset's
+  /// training rows, after emulate_duplicates.
+  index_t subsample = 0;
+  /// subsample keeps the class proportions (data::stratified_allocation: largest-remainder
+  /// rounding of subsample x class share); false: a uniform draw. Regression sets draw uniformly.
+  bool subsample_stratified = true;
+  /// One-hot coding of the categorical columns: "full" (one indicator per level) or
+  /// "drop-first" (pandas' get_dummies(drop_first=True), as paper 004 codes its datasets).
+  std::string onehot = "full";
+  /// heart-disease only: ca "continuous" (the loader's default) or "categorical" (one-hot, as
+  /// paper 004 section 4.2.2 lists it).
+  std::string heart_ca = "continuous";
+  /// An EMULATION, 0 = off: the pool becomes this many rows by repeating the dataset's rows in
+  /// order (row k of the pool is row k mod n of the n loaded rows; data::repeat_rows), before
+  /// subsampling and the per-trial test split, so test rows can have copies among the training
+  /// rows. It stands in for the widely circulated 1025-row Heart disease file, which repeats
+  /// the Cleveland patients, to show the effect of that duplication on paper 004's numbers.
+  /// Needs a dataset without an official test split and at least its n rows.
+  index_t emulate_duplicates = 0;
   index_t anchor_rows = 1000;      ///< a
   std::string anchor = "uniform";  ///< uniform | normal
   index_t dim = 50;                ///< l; 0 means floor(dim_fraction * m)

@@ -179,8 +179,9 @@ struct Encoding {
 
 // Levels of the one-hot fields are the distinct values in the fitting rows, ordered by value
 // (numeric codes numerically, strings byte-wise), so the encoding depends on the data only.
+// drop_first removes each field's first level from its levels, so that it encodes as all zeros.
 Encoding fit_encoding(const CsvTable& t, const std::vector<Field>& fields,
-                      const std::vector<index_t>& rows) {
+                      const std::vector<index_t>& rows, OneHotCoding coding) {
   Encoding e;
   e.levels.resize(fields.size());
   e.level_index.resize(fields.size());
@@ -209,6 +210,7 @@ Encoding fit_encoding(const CsvTable& t, const std::vector<Field>& fields,
           std::sort(lv.begin(), lv.end());
           lv.erase(std::unique(lv.begin(), lv.end()), lv.end());
         }
+        if (coding == OneHotCoding::drop_first && !lv.empty()) lv.erase(lv.begin());
         for (size_t k = 0; k < lv.size(); ++k) {
           e.level_index[c][lv[k]] = e.width + static_cast<index_t>(k);
           e.feature_names.push_back(f.name + "=" + lv[k]);
@@ -236,7 +238,8 @@ Matrix<double> encode(const CsvTable& t, const std::string& path, const std::vec
             f.type == ColumnType::numeric ? number_text(t.numbers[c][r]) : t.strings[c][r];
         const auto it = e.level_index[c].find(v);
         // A level absent from the fitting rows (possible only in a test file) encodes as all
-        // zeros, i.e. "none of the known categories".
+        // zeros, i.e. "none of the known categories"; so does the first level under
+        // drop_first, which fit_encoding left out of the levels.
         if (it != e.level_index[c].end()) X(i, it->second) = 1.0;
       }
       out_col += static_cast<index_t>(e.levels[c].size());
@@ -279,8 +282,9 @@ struct TableSet {
 TrainTest build_tabular(const std::string& name, const std::vector<Field>& fields,
                         const TableSet& train, const TableSet* test, const LabelFn& label,
                         index_t num_classes, std::vector<std::string> class_names,
-                        bool standardize) {
-  const Encoding e = fit_encoding(train.table, fields, train.rows);
+                        const LoadOptions& opts) {
+  const Encoding e = fit_encoding(train.table, fields, train.rows, opts.onehot);
+  const bool standardize = opts.standardize;
   auto make = [&](const TableSet& s) {
     Dataset d;
     d.name = name;
@@ -311,7 +315,7 @@ TrainTest build_tabular(const std::string& name, const std::vector<Field>& field
 
 // ---- Adult
 
-TrainTest load_adult(const std::string& dir, bool standardize) {
+TrainTest load_adult(const std::string& dir, const LoadOptions& opts) {
   using CT = ColumnType;
   const std::vector<Field> fields = {
       {"age", CT::numeric, Role::continuous},
@@ -330,14 +334,14 @@ TrainTest load_adult(const std::string& dir, bool standardize) {
       {"native-country", CT::categorical, Role::onehot},
       {"income", CT::categorical, Role::label},
   };
-  CsvOptions opts;
-  opts.missing_tokens = {"?"};
+  CsvOptions csv;
+  csv.missing_tokens = {"?"};
   TableSet train, test;
   train.path = dir + "/adult/adult.data";
-  train.table = read_csv(train.path, csv_columns(fields), opts);
-  opts.header_lines = 1;  // "|1x3 Cross validator"
+  train.table = read_csv(train.path, csv_columns(fields), csv);
+  csv.header_lines = 1;  // "|1x3 Cross validator"
   test.path = dir + "/adult/adult.test";
-  test.table = read_csv(test.path, csv_columns(fields), opts);
+  test.table = read_csv(test.path, csv_columns(fields), csv);
   // Policy: drop incomplete rows (about 7% of each file) rather than invent values for
   // workclass, occupation or native-country.
   train.rows = complete_rows(train.table);
@@ -353,7 +357,7 @@ TrainTest load_adult(const std::string& dir, bool standardize) {
         t, path, r, income,
         "expected '<=50K' or '>50K', found '" + t.strings[income][static_cast<size_t>(r)] + "'"));
   };
-  return build_tabular("adult", fields, train, &test, label, 2, {"<=50K", ">50K"}, standardize);
+  return build_tabular("adult", fields, train, &test, label, 2, {"<=50K", ">50K"}, opts);
 }
 
 // ---- Pima Indians Diabetes
@@ -366,7 +370,7 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * v[n / 2 - 1] + 0.5 * v[n / 2];
 }
 
-TrainTest load_pima(const std::string& dir, bool standardize) {
+TrainTest load_pima(const std::string& dir, const LoadOptions& opts) {
   using CT = ColumnType;
   const std::vector<Field> fields = {
       {"pregnancies", CT::numeric, Role::continuous},
@@ -412,27 +416,30 @@ TrainTest load_pima(const std::string& dir, bool standardize) {
     return integer_cell(t, path, r, 8, 0, 1);
   };
   return build_tabular("pima-diabetes", fields, s, nullptr, label, 2, {"no diabetes", "diabetes"},
-                       standardize);
+                       opts);
 }
 
 // ---- Heart disease (Cleveland)
 
-TrainTest load_heart(const std::string& dir, bool standardize) {
+TrainTest load_heart(const std::string& dir, const LoadOptions& lo) {
   using CT = ColumnType;
+  // ca (0-3 major vessels coloured by fluoroscopy): continuous by default, one-hot as in paper
+  // 004's coding on request.
+  const Role ca = lo.heart_ca_categorical ? Role::onehot : Role::continuous;
   const std::vector<Field> fields = {
       {"age", CT::numeric, Role::continuous},  {"sex", CT::numeric, Role::binary},
       {"cp", CT::numeric, Role::onehot},       {"trestbps", CT::numeric, Role::continuous},
       {"chol", CT::numeric, Role::continuous}, {"fbs", CT::numeric, Role::binary},
       {"restecg", CT::numeric, Role::onehot},  {"thalach", CT::numeric, Role::continuous},
       {"exang", CT::numeric, Role::binary},    {"oldpeak", CT::numeric, Role::continuous},
-      {"slope", CT::numeric, Role::onehot},    {"ca", CT::numeric, Role::continuous},
+      {"slope", CT::numeric, Role::onehot},    {"ca", CT::numeric, ca},
       {"thal", CT::numeric, Role::onehot},     {"num", CT::numeric, Role::label},
   };
-  CsvOptions opts;
-  opts.missing_tokens = {"?"};
+  CsvOptions csv;
+  csv.missing_tokens = {"?"};
   TableSet s;
   s.path = dir + "/heart-disease/processed.cleveland.data";
-  s.table = read_csv(s.path, csv_columns(fields), opts);
+  s.table = read_csv(s.path, csv_columns(fields), csv);
   // Policy: drop the rows with an unknown ca or thal (6 of 303), the usual choice for this set.
   s.rows = complete_rows(s.table);
   auto label = [](const CsvTable& t, const std::string& path, index_t r) -> double {
@@ -440,12 +447,12 @@ TrainTest load_heart(const std::string& dir, bool standardize) {
     return integer_cell(t, path, r, 13, 0, 4) > 0 ? 1.0 : 0.0;
   };
   return build_tabular("heart-disease", fields, s, nullptr, label, 2, {"no disease", "disease"},
-                       standardize);
+                       lo);
 }
 
 // ---- German credit (Statlog, symbolic attributes)
 
-TrainTest load_german(const std::string& dir, bool standardize) {
+TrainTest load_german(const std::string& dir, const LoadOptions& opts) {
   using CT = ColumnType;
   const std::vector<Field> fields = {
       {"checking_status", CT::categorical, Role::onehot},
@@ -477,7 +484,7 @@ TrainTest load_german(const std::string& dir, bool standardize) {
   auto label = [](const CsvTable& t, const std::string& path, index_t r) -> double {
     return integer_cell(t, path, r, 20, 1, 2) == 2 ? 1.0 : 0.0;  // 1 = good, 2 = bad
   };
-  return build_tabular("german-credit", fields, s, nullptr, label, 2, {"good", "bad"}, standardize);
+  return build_tabular("german-credit", fields, s, nullptr, label, 2, {"good", "bad"}, opts);
 }
 
 // ---- scikit-learn digits (8 x 8 images, values 0..16)
@@ -508,7 +515,7 @@ TrainTest load_digits(const std::string& dir) {
 
 // ---- scikit-learn breast cancer (Wisconsin diagnostic)
 
-TrainTest load_breast_cancer(const std::string& dir, bool standardize) {
+TrainTest load_breast_cancer(const std::string& dir, const LoadOptions& opts) {
   // Ten measurements, each as mean, standard error and worst value (sklearn's order and names).
   const char* base[] = {"radius",     "texture",          "perimeter", "area",
                         "smoothness", "compactness",      "concavity", "concave points",
@@ -521,11 +528,11 @@ TrainTest load_breast_cancer(const std::string& dir, bool standardize) {
   for (const char* b : base)
     fields.push_back({std::string("worst ") + b, ColumnType::numeric, Role::continuous});
   fields.push_back({"target", ColumnType::numeric, Role::label});
-  CsvOptions opts;
-  opts.header_lines = 1;  // "569,30,malignant,benign": rows, features, class names
+  CsvOptions csv;
+  csv.header_lines = 1;  // "569,30,malignant,benign": rows, features, class names
   TableSet s;
   s.path = dir + "/sklearn/breast_cancer.csv";
-  s.table = read_csv(s.path, csv_columns(fields), opts);
+  s.table = read_csv(s.path, csv_columns(fields), csv);
   s.rows = all_rows(s.table);
 
   // The first line declares the shape; check the file against it.
@@ -551,27 +558,33 @@ TrainTest load_breast_cancer(const std::string& dir, bool standardize) {
   auto label = [k](const CsvTable& t, const std::string& path, index_t r) -> double {
     return integer_cell(t, path, r, 30, 0, k - 1);
   };
-  return build_tabular("breast-cancer", fields, s, nullptr, label, k, class_names, standardize);
+  return build_tabular("breast-cancer", fields, s, nullptr, label, k, class_names, opts);
 }
 
-TrainTest load_by_name(const std::string& name, const std::string& dir, bool standardize) {
+TrainTest load_by_name(const std::string& name, const std::string& dir, const LoadOptions& opts) {
   if (name == "mnist") return load_idx_pair("mnist", dir, digit_class_names());
   if (name == "fashion-mnist")
     return load_idx_pair("fashion-mnist", dir,
                          {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                           "Sneaker", "Bag", "Ankle boot"});
-  if (name == "adult") return load_adult(dir, standardize);
-  if (name == "pima-diabetes") return load_pima(dir, standardize);
-  if (name == "heart-disease") return load_heart(dir, standardize);
-  if (name == "german-credit") return load_german(dir, standardize);
+  if (name == "adult") return load_adult(dir, opts);
+  if (name == "pima-diabetes") return load_pima(dir, opts);
+  if (name == "heart-disease") return load_heart(dir, opts);
+  if (name == "german-credit") return load_german(dir, opts);
   if (name == "digits") return load_digits(dir);
-  if (name == "breast-cancer") return load_breast_cancer(dir, standardize);
+  if (name == "breast-cancer") return load_breast_cancer(dir, opts);
   unknown_dataset(name);
 }
 
 }  // namespace
 
 std::vector<std::string> dataset_names() { return known_names(); }
+
+OneHotCoding parse_onehot_coding(const std::string& name) {
+  if (name == "full") return OneHotCoding::full;
+  if (name == "drop-first") return OneHotCoding::drop_first;
+  throw InvalidInput("unknown one-hot coding '" + name + "'; expected \"full\" or \"drop-first\"");
+}
 
 std::vector<std::string> dataset_files(const std::string& name) {
   if (name == "mnist" || name == "fashion-mnist")
@@ -588,9 +601,12 @@ std::vector<std::string> dataset_files(const std::string& name) {
 
 TrainTest load_dataset(const std::string& name, const LoadOptions& opts) {
   const auto files = dataset_files(name);  // validates the name before touching the disk
+  if (opts.heart_ca_categorical && name != "heart-disease")
+    throw InvalidInput("load_dataset: heart_ca_categorical applies to 'heart-disease' only, not '" +
+                       name + "'");
   const std::string dir = resolve_data_dir(opts.data_dir);
   if (opts.verify_checksums) verify_checksums(dir, files);
-  return load_by_name(name, dir, opts.standardize);
+  return load_by_name(name, dir, opts);
 }
 
 SampleCounts sample_counts(const std::string& name, const LoadOptions& opts) {
@@ -607,7 +623,9 @@ SampleCounts sample_counts(const std::string& name, const LoadOptions& opts) {
                       std::to_string(counts[f + 1]) + " labels; expected equal counts");
     return {counts[0], counts[2]};
   }
-  const TrainTest tt = load_by_name(name, dir, false);
+  LoadOptions raw = opts;
+  raw.standardize = false;
+  const TrainTest tt = load_by_name(name, dir, raw);
   return {tt.train.samples(), tt.test.samples()};
 }
 

@@ -297,6 +297,78 @@ TrainTest random_split(const Dataset& d, index_t test_size, std::uint64_t seed) 
   return {take(d, train), take(d, test)};
 }
 
+std::vector<index_t> stratified_allocation(const std::vector<index_t>& class_sizes, index_t n) {
+  index_t total = 0;
+  for (size_t k = 0; k < class_sizes.size(); ++k) {
+    if (class_sizes[k] < 0)
+      throw InvalidInput("stratified_allocation: class " + std::to_string(k) + " has size " +
+                         std::to_string(class_sizes[k]) + "; expected a size >= 0");
+    total = checked_add(total, class_sizes[k], "stratified_allocation: total size");
+  }
+  if (n < 0 || n > total)
+    throw InvalidInput("stratified_allocation: " + std::to_string(n) +
+                       " rows requested, expected 0.." + std::to_string(total) +
+                       " (the rows of all classes)");
+  std::vector<index_t> counts(class_sizes.size(), 0), remainder(class_sizes.size(), 0);
+  if (n == 0) return counts;
+  index_t given = 0;
+  for (size_t k = 0; k < class_sizes.size(); ++k) {
+    // quota = n * size / total exactly: floor and remainder of the integer division.
+    const index_t prod = checked_mul(n, class_sizes[k], "stratified_allocation: n x class size");
+    counts[k] = prod / total;
+    remainder[k] = prod % total;
+    given += counts[k];
+  }
+  std::vector<size_t> order(class_sizes.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  // Largest remainder first; stable, so equal remainders keep the smaller class index first.
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return remainder[a] > remainder[b]; });
+  // n - given < number of classes, and every class with a non-zero remainder has
+  // floor(quota) < size, so the extra row always exists.
+  for (size_t q = 0; given < n; ++q, ++given) ++counts[order[q]];
+  return counts;
+}
+
+std::vector<index_t> subsample(const std::vector<double>& y, index_t num_classes, index_t n,
+                               bool stratified, std::uint64_t seed) {
+  const index_t total = static_cast<index_t>(y.size());
+  if (n < 0 || n > total)
+    throw InvalidInput("subsample: " + std::to_string(n) + " samples requested, expected 0.." +
+                       std::to_string(total) + " (the samples available)");
+  Rng rng(seed);
+  std::vector<index_t> out;
+  if (!stratified || num_classes == 0) {
+    std::vector<index_t> perm = iota(total);
+    partial_shuffle(perm, static_cast<size_t>(n), rng);
+    out.assign(perm.begin(), perm.begin() + n);
+  } else {
+    auto pools = class_pools(y, num_classes, "subsample");
+    std::vector<index_t> sizes;
+    for (const auto& p : pools) sizes.push_back(static_cast<index_t>(p.size()));
+    const auto counts = stratified_allocation(sizes, n);
+    for (size_t k = 0; k < pools.size(); ++k) {
+      partial_shuffle(pools[k], static_cast<size_t>(counts[k]), rng);
+      out.insert(out.end(), pools[k].begin(), pools[k].begin() + counts[k]);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Dataset repeat_rows(const Dataset& d, index_t n) {
+  const index_t rows = d.samples();
+  if (rows < 1)
+    throw InvalidInput("repeat_rows: the dataset '" + d.name + "' has no rows to repeat");
+  if (n < rows)
+    throw InvalidInput("repeat_rows: " + std::to_string(n) + " rows requested, expected at least " +
+                       "the " + std::to_string(rows) + " rows of '" + d.name +
+                       "' (every row appears at least once)");
+  std::vector<index_t> idx(static_cast<size_t>(n));
+  for (index_t k = 0; k < n; ++k) idx[static_cast<size_t>(k)] = k % rows;
+  return take(d, idx);
+}
+
 Dataset take(const Dataset& d, const std::vector<index_t>& idx) {
   Dataset out;
   out.name = d.name;

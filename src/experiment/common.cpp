@@ -40,9 +40,16 @@ std::uint64_t derive(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
   return r.next();
 }
 
-Split draw_split(const Config& c, const data::Dataset& train_in, const data::Dataset& test_in,
+Split draw_split(const Config& c, const data::Dataset& pool, const data::Dataset& test_in,
                  index_t n_test, index_t trial) {
   const std::uint64_t s = derive(c.seed, 11, static_cast<std::uint64_t>(trial));
+  // Paper 004's subsample: the trial's rows of the pool, from a stream of its own (so the draws
+  // below are those of a run without a subsample when it is off).
+  data::Dataset sub;
+  if (c.subsample > 0)
+    sub = data::take(pool, data::subsample(pool.y, pool.num_classes, c.subsample,
+                                           c.subsample_stratified, derive(s, 4)));
+  const data::Dataset& train_in = c.subsample > 0 ? sub : pool;
   data::TrainTest own;
   const bool split_per_trial = test_in.samples() == 0;
   if (split_per_trial) own = data::random_split(train_in, n_test, derive(s, 3));

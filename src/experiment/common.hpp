@@ -45,7 +45,9 @@ struct Split {
 /// (test.samples() > 0) the users' rows come from `train` and the test rows are all of `test`, or
 /// a random subset of n_test of them. Without one, `train` is the whole dataset and the trial
 /// first splits off its own n_test test rows, so that the test set's variance is part of the
-/// spread over trials.
+/// spread over trials. With c.subsample > 0, `train` is first replaced by the trial's subsample
+/// of c.subsample of its rows (data::subsample, stratified per c.subsample_stratified), and
+/// everything above happens within those rows.
 Split draw_split(const Config& c, const data::Dataset& train, const data::Dataset& test,
                  index_t n_test, index_t trial);
 

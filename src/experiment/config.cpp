@@ -189,6 +189,11 @@ Config load_config(const std::string& path) {
   r.integer("users", c.users, 1);
   r.integer("samples_per_user", c.samples_per_user, 1);
   r.integer("test_samples", c.test_samples, 0);
+  r.integer("subsample", c.subsample, 0);
+  r.get("subsample_stratified", c.subsample_stratified);
+  r.get("onehot", c.onehot);
+  r.get("heart_ca", c.heart_ca);
+  r.integer("emulate_duplicates", c.emulate_duplicates, 0);
   r.integer("anchor_rows", c.anchor_rows, 1);
   r.get("anchor", c.anchor);
   r.integer("dim", c.dim, 0);
@@ -233,6 +238,30 @@ Config load_config(const std::string& path) {
   (void)checked_mul(c.users, c.samples_per_user,
                     "experiment file '" + path + "': users x samples_per_user");
   if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
+  if (c.onehot != "full" && c.onehot != "drop-first")
+    r.fail("onehot", "\"full\" or \"drop-first\"");
+  if (c.heart_ca != "continuous" && c.heart_ca != "categorical")
+    r.fail("heart_ca", "\"continuous\" or \"categorical\"");
+  if (c.heart_ca == "categorical" && c.dataset != "heart-disease")
+    r.fail("heart_ca", "left out (or \"continuous\") for a dataset other than \"heart-disease\"");
+  // What the file alone decides; the comparisons with the dataset's rows (and with test_samples
+  // when the test set is drawn from the pool) follow when run() has loaded it, before any trial.
+  if (c.subsample > 0 && c.subsample < c.users * c.samples_per_user) {
+    std::ostringstream os;
+    os << "experiment file '" << path << "': key 'subsample' = " << c.subsample
+       << " is too small: expected at least users x samples_per_user = " << c.users << " x "
+       << c.samples_per_user << " = " << c.users * c.samples_per_user
+       << " rows (plus test_samples when the test set is drawn from the dataset), or 0 for no "
+          "subsample";
+    throw InvalidInput(os.str());
+  }
+  if (c.emulate_duplicates > 0 && c.subsample > c.emulate_duplicates) {
+    std::ostringstream os;
+    os << "experiment file '" << path << "': key 'subsample' = " << c.subsample
+       << " exceeds the emulate_duplicates = " << c.emulate_duplicates
+       << " rows of the pool it is drawn from";
+    throw InvalidInput(os.str());
+  }
   if (mo.forest.tree_method != "exact" && mo.forest.tree_method != "hist")
     r.fail("forest_tree_method", "\"exact\" or \"hist\"");
   if (c.odc_rotation != "haar" && c.odc_rotation != "identity")

@@ -165,12 +165,36 @@ class Runner {
     if (c_.conditions.empty()) throw InvalidInput("experiment: no conditions given");
     if (c_.dataset != "synthetic")
       data::dataset_files(c_.dataset);  // unknown names throw with the list of known ones
+    // Paper 004's data preparation keys; their comparisons with the dataset's rows follow in
+    // load() and validate_sizes().
+    if (c_.onehot != "full" && c_.onehot != "drop-first")
+      key_error("onehot", "= \"" + c_.onehot + "\" must be \"full\" or \"drop-first\"");
+    if (c_.heart_ca != "continuous" && c_.heart_ca != "categorical")
+      key_error("heart_ca", "= \"" + c_.heart_ca + "\" must be \"continuous\" or \"categorical\"");
+    if (c_.heart_ca == "categorical" && c_.dataset != "heart-disease")
+      key_error("heart_ca", "= \"categorical\" applies to dataset \"heart-disease\" only, not \"" +
+                                c_.dataset + "\"");
+    if (c_.subsample < 0)
+      key_error("subsample",
+                "= " + std::to_string(c_.subsample) + " must be >= 0 (0: no subsample)");
+    if (c_.emulate_duplicates < 0)
+      key_error("emulate_duplicates",
+                "= " + std::to_string(c_.emulate_duplicates) + " must be >= 0 (0: off)");
+  }
+
+  // An error about a configuration key, naming the file it came from when there is one.
+  [[noreturn]] void key_error(const char* key, const std::string& what) const {
+    throw InvalidInput(
+        (c_.source.empty() ? std::string("experiment") : "experiment file '" + c_.source + "'") +
+        ": key '" + key + "' " + what);
   }
 
   void load() {
     data::LoadOptions lo;
     lo.data_dir = c_.data_dir;
     lo.verify_checksums = c_.verify_checksums;
+    lo.onehot = data::parse_onehot_coding(c_.onehot);
+    lo.heart_ca_categorical = c_.heart_ca == "categorical";
     if (progress_)
       progress_(c_.dataset == "synthetic"
                     ? std::string("dataset 'synthetic': ARTIFICIAL Gaussian classes, not real data")
@@ -179,6 +203,31 @@ class Runner {
                                         : data::load_dataset(c_.dataset, lo);
     train_ = std::move(tt.train);
     test_ = std::move(tt.test);
+    if (c_.emulate_duplicates > 0) {
+      if (test_.samples() > 0)
+        key_error("emulate_duplicates",
+                  "needs a dataset without an official test split (the test rows are drawn from "
+                  "the repeated pool); '" +
+                      c_.dataset + "' has one");
+      if (c_.emulate_duplicates < train_.samples())
+        key_error("emulate_duplicates", "= " + std::to_string(c_.emulate_duplicates) +
+                                            " is below the " + std::to_string(train_.samples()) +
+                                            " rows of '" + c_.dataset +
+                                            "'; expected at least that many (or 0: off)");
+      // The repeated pool is held in memory: refuse more than 2^31 values, as for the anchor.
+      constexpr index_t kMaxPoolValues = index_t{1} << 31;
+      if (checked_mul(c_.emulate_duplicates, train_.features(),
+                      "experiment: emulate_duplicates x features") > kMaxPoolValues)
+        key_error("emulate_duplicates", "= " + std::to_string(c_.emulate_duplicates) + " rows x " +
+                                            std::to_string(train_.features()) +
+                                            " features exceed 2^31 values");
+      const index_t original = train_.samples();
+      train_ = data::repeat_rows(train_, c_.emulate_duplicates);
+      if (progress_)
+        progress_("EMULATION: the pool repeats the " + std::to_string(original) + " rows of " +
+                  c_.dataset + " to " + std::to_string(c_.emulate_duplicates) +
+                  " rows (row k = row k mod " + std::to_string(original) + ")");
+    }
     // No official test split: train_ keeps every sample, and each trial draws its own test set
     // from them (draw_split), so that the spread over trials includes the test set's.
     if (test_.samples() == 0) {
@@ -195,6 +244,24 @@ class Runner {
 
   void validate_sizes() {
     const index_t m = train_.features();
+    // The subsample is the pool each trial draws from: it holds the users' rows and, without an
+    // official split, the test rows.
+    if (c_.subsample > 0) {
+      const std::string pool = std::to_string(train_.samples()) + " rows of '" + c_.dataset + "'" +
+                               (c_.emulate_duplicates > 0 ? " after emulate_duplicates" : "") +
+                               (split_per_trial_ ? "" : " (training split)");
+      if (c_.subsample > train_.samples())
+        key_error("subsample", "= " + std::to_string(c_.subsample) + " exceeds the " + pool +
+                                   "; expected at most that many");
+      const index_t need =
+          checked_add(c_.users * c_.samples_per_user, split_per_trial_ ? c_.test_samples : 0,
+                      "experiment: users x samples_per_user + test_samples");
+      if (c_.subsample < need)
+        key_error("subsample", "= " + std::to_string(c_.subsample) +
+                                   " is too small: expected at least users x samples_per_user" +
+                                   (split_per_trial_ ? " + test_samples" : "") + " = " +
+                                   std::to_string(need) + " rows");
+    }
     l_ = c_.dim > 0 ? c_.dim : static_cast<index_t>(std::floor(c_.dim_fraction * m));
     if (l_ < 1) throw InvalidInput("experiment: dim must be >= 1 (or dim_fraction > 0)");
     if (l_ > m)
@@ -208,8 +275,8 @@ class Runner {
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
                          " exceeds anchor_rows = " + std::to_string(c_.anchor_rows));
     const index_t need = c_.users * c_.samples_per_user;  // checked in validate_names()
-    const index_t available =
-        split_per_trial_ ? train_.samples() - c_.test_samples : train_.samples();
+    const index_t pool = c_.subsample > 0 ? c_.subsample : train_.samples();
+    const index_t available = split_per_trial_ ? pool - c_.test_samples : pool;
     if (need > available)
       throw InvalidInput("experiment: " + std::to_string(c_.users) + " users x " +
                          std::to_string(c_.samples_per_user) +

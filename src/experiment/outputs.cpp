@@ -28,6 +28,21 @@ std::string percent_or_raw(const std::string& metric, double v) {
 
 // 004's tables: per metric and model, the summary statistics over trials in rows and Central,
 // Local and the methods in columns; then the mean +- 95% CI and the constant workers.
+// Paper 004's data preparation keys, when any differs from its default ("" otherwise, so the
+// text of other runs is unchanged).
+std::string data_preparation(const Config& c) {
+  std::ostringstream os;
+  if (c.emulate_duplicates > 0)
+    os << ", EMULATED duplicates: the pool repeats the dataset's rows to " << c.emulate_duplicates
+       << " rows (row k = row k mod n)";
+  if (c.subsample > 0)
+    os << ", per-trial " << (c.subsample_stratified ? "stratified " : "") << "subsample of "
+       << c.subsample << " rows";
+  if (c.onehot != "full") os << ", one-hot " << c.onehot;
+  if (c.heart_ca != "continuous") os << ", ca " << c.heart_ca;
+  return os.str();
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -48,7 +63,7 @@ std::string nri_summary_table(const Result& r) {
   os << "NRI-DC (paper 004, Algorithm 1): " << c.users << " workers of " << c.samples_per_user
      << " samples, test set " << c.holder() << ", anchor " << c.anchor << " with " << c.anchor_rows
      << " rows, delta = " << c.nri_delta << ", PCA " << (c.centered() ? "centred" : "not centred")
-     << ", permutation " << (c.nri_permute ? "on" : "off")
+     << ", permutation " << (c.nri_permute ? "on" : "off") << data_preparation(c)
      << ". Summary statistics over trials of the metric "
      << "averaged over workers (std with n - 1, quartiles by linear interpolation, as "
      << "pandas' describe()).\n\n";
@@ -227,6 +242,11 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["users"] = c.users;
   cfg["samples_per_user"] = c.samples_per_user;
   cfg["test_samples"] = c.test_samples;
+  cfg["subsample"] = c.subsample;
+  cfg["subsample_stratified"] = c.subsample_stratified;
+  cfg["onehot"] = c.onehot;
+  cfg["heart_ca"] = c.heart_ca;
+  cfg["emulate_duplicates"] = c.emulate_duplicates;
   cfg["anchor_rows"] = c.anchor_rows;
   cfg["anchor"] = c.anchor;
   cfg["dim"] = c.dim;

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -466,4 +468,189 @@ TEST(Datasets, EnvironmentVariableSelectsDataDirectory) {
   ASSERT_EQ(tt.train.samples(), 2);  // the row with '?' is dropped
   EXPECT_EQ(tt.train.y, (std::vector<double>{0, 1}));
   EXPECT_EQ(tt.train.X(1, 0), 67.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paper 004's coding: one-hot without the first level, and Heart disease's ca as a category
+
+namespace {
+
+// The feature names of a full one-hot coding without the first "<column>=" name of each
+// one-hot column: what drop-first must give.
+std::vector<std::string> without_first_levels(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  std::string previous;
+  for (const auto& n : names) {
+    const auto eq = n.find('=');
+    const std::string column = eq == std::string::npos ? "" : n.substr(0, eq);
+    if (!column.empty() && column != previous) {
+      previous = column;
+      continue;  // the first level of a new one-hot column
+    }
+    previous = column;
+    out.push_back(n);
+  }
+  return out;
+}
+
+// The column of X named `name`; fails the test when there is none.
+index_t column_named(const Dataset& d, const std::string& name) {
+  const auto it = std::find(d.feature_names.begin(), d.feature_names.end(), name);
+  EXPECT_NE(it, d.feature_names.end()) << name;
+  return static_cast<index_t>(it - d.feature_names.begin());
+}
+
+}  // namespace
+
+TEST(Datasets, DropFirstLeavesOutTheFirstLevelOfEachCategoricalColumn) {
+  REQUIRE_SHARED("german-credit");
+  LoadOptions o = shared_opts(false);
+  const Dataset full = load_dataset("german-credit", o).train;
+  o.onehot = OneHotCoding::drop_first;
+  const Dataset drop = load_dataset("german-credit", o).train;
+  // 61 columns, 13 of them categorical: 48 remain (7 numeric + 54 - 13 indicators).
+  ASSERT_EQ(drop.features(), 48);
+  EXPECT_EQ(drop.feature_names, without_first_levels(full.feature_names));
+  EXPECT_EQ(drop.feature_names[0], "checking_status=A12");  // A11, the first code, is gone
+  EXPECT_EQ(std::count(drop.feature_names.begin(), drop.feature_names.end(), "checking_status=A11"),
+            0);
+  // Every remaining column holds the same values as under the full coding; a row of the first
+  // level is all zeros in its column's indicators (row 0 has checking_status A11).
+  for (index_t j = 0; j < drop.features(); ++j) {
+    const index_t f = column_named(full, drop.feature_names[static_cast<size_t>(j)]);
+    for (index_t i = 0; i < drop.samples(); ++i) ASSERT_EQ(drop.X(i, j), full.X(i, f)) << i << j;
+  }
+  for (const char* level : {"checking_status=A12", "checking_status=A13", "checking_status=A14"})
+    EXPECT_EQ(drop.X(0, column_named(drop, level)), 0.0) << level;
+  EXPECT_EQ(drop.y, full.y);
+  EXPECT_EQ(drop.continuous_columns.size(), 7u);
+  for (index_t c : drop.continuous_columns)
+    EXPECT_EQ(drop.feature_names[static_cast<size_t>(c)].find('='), std::string::npos);
+  // Standardised, the continuous columns have mean 0 and deviation 1; indicators stay 0/1.
+  o.standardize = true;
+  const Dataset st = load_dataset("german-credit", o).train;
+  for (index_t c : st.continuous_columns) {
+    const auto [m, sd] = column_stats(st.X, c);
+    EXPECT_NEAR(m, 0.0, 1e-9);
+    EXPECT_NEAR(sd, 1.0, 1e-9);
+  }
+  EXPECT_EQ(st.X(0, 0), 0.0);
+  // Pima has no categorical column: drop-first changes nothing.
+  REQUIRE_SHARED("pima-diabetes");
+  o = shared_opts();
+  const Dataset pima = load_dataset("pima-diabetes", o).train;
+  o.onehot = OneHotCoding::drop_first;
+  EXPECT_EQ(load_dataset("pima-diabetes", o).train.X.values(), pima.X.values());
+}
+
+TEST(Datasets, HeartPaper004CodingHasTwentyFeatures) {
+  REQUIRE_SHARED("heart-disease");
+  // m from the file itself: 5 continuous + 3 binary + (levels - 1) of cp, restecg, slope, ca and
+  // thal among the complete rows (read here without the loader).
+  std::ifstream in(kShared + "/heart-disease/processed.cleveland.data");
+  std::map<int, std::set<std::string>> levels;
+  std::string line;
+  index_t complete = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line.find('?') != std::string::npos) continue;
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    ASSERT_EQ(cells.size(), 14u) << line;
+    for (int c : {2, 6, 10, 11, 12}) levels[c].insert(cells[static_cast<size_t>(c)]);
+    ++complete;
+  }
+  index_t m = 5 + 3;
+  for (const auto& [c, lv] : levels) m += static_cast<index_t>(lv.size()) - 1;
+  EXPECT_EQ(m, 20);  // notes-wave2 section 2.3: the Cleveland coding gives m = 20
+
+  LoadOptions o = shared_opts();
+  o.onehot = OneHotCoding::drop_first;
+  o.heart_ca_categorical = true;
+  const Dataset d = load_dataset("heart-disease", o).train;
+  ASSERT_EQ(d.samples(), complete);
+  EXPECT_EQ(d.features(), m);
+  EXPECT_EQ(d.feature_names,
+            (std::vector<std::string>{"age",      "sex",   "cp=2",    "cp=3",      "cp=4",
+                                      "trestbps", "chol",  "fbs",     "restecg=1", "restecg=2",
+                                      "thalach",  "exang", "oldpeak", "slope=2",   "slope=3",
+                                      "ca=1",     "ca=2",  "ca=3",    "thal=6",    "thal=7"}));
+  // Standardised: the five numeric columns only.
+  ASSERT_EQ(d.continuous_columns, (std::vector<index_t>{0, 5, 6, 10, 12}));
+  for (index_t c : d.continuous_columns) {
+    const auto [mean, sd] = column_stats(d.X, c);
+    EXPECT_NEAR(mean, 0.0, 1e-9);
+    EXPECT_NEAR(sd, 1.0, 1e-9);
+  }
+  // Row 0: cp 1, restecg 2, slope 3, ca 0, thal 6 (first levels encode as zeros).
+  for (index_t j = 2; j <= 4; ++j) EXPECT_EQ(d.X(0, j), 0.0);
+  EXPECT_EQ(d.X(0, column_named(d, "restecg=2")), 1.0);
+  EXPECT_EQ(d.X(0, column_named(d, "slope=3")), 1.0);
+  for (const char* z : {"ca=1", "ca=2", "ca=3", "thal=7"})
+    EXPECT_EQ(d.X(0, column_named(d, z)), 0.0);
+  EXPECT_EQ(d.X(0, column_named(d, "thal=6")), 1.0);
+  // Row 1: ca 3.
+  EXPECT_EQ(d.X(1, column_named(d, "ca=3")), 1.0);
+  // ca categorical under the full coding: 22 - 1 continuous + 4 levels.
+  o.onehot = OneHotCoding::full;
+  EXPECT_EQ(load_dataset("heart-disease", o).train.features(), 25);
+  // The default coding is unchanged (ca continuous, every level kept).
+  EXPECT_EQ(load_dataset("heart-disease", shared_opts()).train.features(), 22);
+}
+
+TEST(Datasets, OneHotCodingOptionsAreChecked) {
+  EXPECT_EQ(parse_onehot_coding("full"), OneHotCoding::full);
+  EXPECT_EQ(parse_onehot_coding("drop-first"), OneHotCoding::drop_first);
+  try {
+    parse_onehot_coding("drop_first");
+    ADD_FAILURE() << "no exception";
+  } catch (const InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("'drop_first'"));
+    EXPECT_THAT(e.what(), HasSubstr("\"drop-first\""));
+  }
+  // ca belongs to Heart disease: asked of another dataset, the loader refuses before reading.
+  LoadOptions o;
+  o.data_dir = "/nonexistent";
+  o.heart_ca_categorical = true;
+  try {
+    load_dataset("german-credit", o);
+    ADD_FAILURE() << "no exception";
+  } catch (const InvalidInput& e) {
+    EXPECT_THAT(e.what(), HasSubstr("heart_ca_categorical"));
+    EXPECT_THAT(e.what(), HasSubstr("'german-credit'"));
+  }
+}
+
+// The same coding on a small file written here, so that it is checked without the shared data.
+TEST(Datasets, HeartDropFirstOnAWrittenFile) {
+  TempDir dir;
+  write_bytes(dir.file("heart-disease/processed.cleveland.data"),
+              "63.0,1.0,4.0,145.0,233.0,1.0,2.0,150.0,0.0,2.3,3.0,2.0,6.0,0\n"
+              "67.0,1.0,3.0,160.0,286.0,0.0,2.0,108.0,1.0,1.5,2.0,1.0,7.0,2\n"
+              "41.0,0.0,1.0,130.0,204.0,0.0,0.0,172.0,0.0,1.4,1.0,0.0,3.0,0\n");
+  LoadOptions o;
+  o.data_dir = dir.str();
+  o.standardize = false;
+  o.onehot = OneHotCoding::drop_first;
+  o.heart_ca_categorical = true;
+  const Dataset d = load_dataset("heart-disease", o).train;
+  // cp {1, 3, 4}, restecg {0, 2}, slope {1, 2, 3}, ca {0, 1, 2}, thal {3, 6, 7}: one column
+  // fewer each than levels.
+  EXPECT_EQ(d.feature_names,
+            (std::vector<std::string>{"age", "sex", "cp=3", "cp=4", "trestbps", "chol", "fbs",
+                                      "restecg=2", "thalach", "exang", "oldpeak", "slope=2",
+                                      "slope=3", "ca=1", "ca=2", "thal=6", "thal=7"}));
+  ASSERT_EQ(d.samples(), 3);
+  // Row 2 holds the first level of every categorical column: all its indicators are zero.
+  for (index_t j = 0; j < d.features(); ++j) {
+    const std::string& n = d.feature_names[static_cast<size_t>(j)];
+    if (n.find('=') != std::string::npos) {
+      EXPECT_EQ(d.X(2, j), 0.0) << n;
+    }
+  }
+  EXPECT_EQ(d.X(0, 3), 1.0);   // cp=4
+  EXPECT_EQ(d.X(1, 2), 1.0);   // cp=3
+  EXPECT_EQ(d.X(0, 14), 1.0);  // ca=2
+  EXPECT_EQ(d.X(1, 13), 1.0);  // ca=1
+  EXPECT_EQ(d.X(1, 14), 0.0);
 }

@@ -348,3 +348,150 @@ TEST(DataRows, StandardizerFitsColumnsAndLeavesOthers) {
   EXPECT_THROW(Standardizer::fit(X, {3}), InvalidInput);
   EXPECT_THROW(Standardizer::fit(Matrix<double>(0, 2), {0}), InvalidInput);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Paper 004's data preparation: stratified subsample and repeated rows
+
+TEST(DataSubsample, StratifiedAllocationIsLargestRemainder) {
+  // Pima: 500 / 268 of 768, 750 kept: quotas 488.28 and 261.72, the one row left goes to the
+  // larger remainder.
+  EXPECT_EQ(stratified_allocation({500, 268}, 750), (std::vector<index_t>{488, 262}));
+  // Quotas 3.5, 2.1, 1.4: floors 3 + 2 + 1, the last row to the class with remainder .5.
+  EXPECT_EQ(stratified_allocation({5, 3, 2}, 7), (std::vector<index_t>{4, 2, 1}));
+  // Equal remainders: the smaller class index first.
+  EXPECT_EQ(stratified_allocation({1, 1, 1}, 2), (std::vector<index_t>{1, 1, 0}));
+  EXPECT_EQ(stratified_allocation({4, 0, 6}, 0), (std::vector<index_t>{0, 0, 0}));
+  EXPECT_EQ(stratified_allocation({4, 0, 6}, 10), (std::vector<index_t>{4, 0, 6}));
+  // The rule on many shapes: the counts add up to n, each is floor or ceil of its quota and
+  // within the class.
+  Rng rng(5);
+  for (int rep = 0; rep < 50; ++rep) {
+    std::vector<index_t> sizes;
+    index_t total = 0;
+    const index_t k = 1 + static_cast<index_t>(rng.below(6));
+    for (index_t c = 0; c < k; ++c) {
+      sizes.push_back(static_cast<index_t>(rng.below(40)));
+      total += sizes.back();
+    }
+    for (index_t n = 0; n <= total; ++n) {
+      const auto counts = stratified_allocation(sizes, n);
+      ASSERT_EQ(counts.size(), sizes.size());
+      index_t sum = 0;
+      for (size_t c = 0; c < sizes.size(); ++c) {
+        const double quota =
+            static_cast<double>(n) * static_cast<double>(sizes[c]) / static_cast<double>(total);
+        EXPECT_GE(counts[c], static_cast<index_t>(std::floor(quota + 1e-9))) << n;
+        EXPECT_LE(counts[c], static_cast<index_t>(std::ceil(quota - 1e-9))) << n;
+        EXPECT_LE(counts[c], sizes[c]);
+        sum += counts[c];
+      }
+      EXPECT_EQ(sum, n);
+    }
+  }
+  EXPECT_THAT(invalid_input_message([] {
+                stratified_allocation({3, 4}, 8);
+              }),
+              HasSubstr("8 rows requested, expected 0..7"));
+  EXPECT_THAT(invalid_input_message([] {
+                stratified_allocation({3, 4}, -1);
+              }),
+              HasSubstr("expected 0..7"));
+  EXPECT_THAT(invalid_input_message([] {
+                stratified_allocation({3, -4}, 1);
+              }),
+              HasSubstr("class 1 has size -4"));
+}
+
+namespace {
+// Class counts of the samples idx.
+std::vector<index_t> counts_of(const std::vector<double>& y, const std::vector<index_t>& idx,
+                               index_t k) {
+  std::vector<index_t> c(static_cast<size_t>(k), 0);
+  for (index_t i : idx) ++c[static_cast<size_t>(y[static_cast<size_t>(i)])];
+  return c;
+}
+}  // namespace
+
+TEST(DataSubsample, StratifiedKeepsProportionsAndFollowsTheSeed) {
+  // Pima's class sizes, 500 and 268, scattered over the rows (7 i mod 768 runs through
+  // 0..767 once, 7 and 768 being coprime).
+  std::vector<double> y;
+  for (index_t i = 0; i < 768; ++i) y.push_back((7 * i) % 768 < 268 ? 1.0 : 0.0);
+  ASSERT_EQ(std::count(y.begin(), y.end(), 1.0), 268);
+  const auto a = subsample(y, 2, 750, true, 7);
+  ASSERT_EQ(a.size(), 750u);
+  EXPECT_TRUE(std::is_sorted(a.begin(), a.end()));
+  EXPECT_EQ(std::set<index_t>(a.begin(), a.end()).size(), 750u);
+  EXPECT_GE(a.front(), 0);
+  EXPECT_LT(a.back(), 768);
+  EXPECT_EQ(counts_of(y, a, 2), stratified_allocation({500, 268}, 750));
+  EXPECT_EQ(subsample(y, 2, 750, true, 7), a);  // same seed, same rows
+  EXPECT_NE(subsample(y, 2, 750, true, 8), a);  // another seed, other rows
+  EXPECT_EQ(counts_of(y, subsample(y, 2, 750, true, 8), 2), (std::vector<index_t>{488, 262}));
+  // Unstratified: a uniform sample, whose class counts vary with the seed.
+  std::set<std::vector<index_t>> uniform_counts;
+  for (std::uint64_t s = 0; s < 20; ++s) {
+    const auto u = subsample(y, 2, 750, false, s);
+    ASSERT_EQ(std::set<index_t>(u.begin(), u.end()).size(), 750u);
+    uniform_counts.insert(counts_of(y, u, 2));
+  }
+  EXPECT_GT(uniform_counts.size(), 1u);
+  EXPECT_EQ(subsample(y, 2, 768, true, 3).size(), 768u);
+  EXPECT_TRUE(subsample(y, 2, 0, true, 3).empty());
+  EXPECT_THAT(invalid_input_message([&] { subsample(y, 2, 769, true, 1); }),
+              HasSubstr("769 samples requested, expected 0..768"));
+  EXPECT_THAT(invalid_input_message([&] { subsample(y, 2, -2, false, 1); }),
+              HasSubstr("expected 0..768"));
+  EXPECT_THAT(invalid_input_message([] {
+                subsample({0, 1, 2}, 2, 1, true, 1);
+              }),
+              HasSubstr("not a class index"));
+}
+
+TEST(DataSubsample, StratifiedDrawIsUniformWithinEachClass) {
+  // 60 rows of class 0 and 40 of class 1, 50 kept: 30 and 20, so every row is kept with
+  // probability 1/2. Over 400 seeds each row's count is Binomial(400, 1/2): 200 +- 10.
+  std::vector<double> y;
+  for (index_t i = 0; i < 100; ++i) y.push_back(i % 5 < 3 ? 0.0 : 1.0);
+  std::vector<int> hits(100, 0);
+  for (std::uint64_t s = 0; s < 400; ++s)
+    for (index_t i : subsample(y, 2, 50, true, 1000 + s)) ++hits[static_cast<size_t>(i)];
+  for (index_t i = 0; i < 100; ++i) {
+    EXPECT_GT(hits[static_cast<size_t>(i)], 150) << i;
+    EXPECT_LT(hits[static_cast<size_t>(i)], 250) << i;
+  }
+}
+
+TEST(DataRows, RepeatRowsCyclesThroughTheRowsInOrder) {
+  Dataset d;
+  d.name = "three";
+  d.num_classes = 2;
+  d.X = Matrix<double>(3, 2);
+  for (index_t i = 0; i < 3; ++i) {
+    d.X(i, 0) = 10.0 * i;
+    d.X(i, 1) = -1.0 * i;
+    d.y.push_back(static_cast<double>(i % 2));
+  }
+  d.feature_names = {"a", "b"};
+  d.class_names = {"no", "yes"};
+  d.continuous_columns = {0};
+  const Dataset r = repeat_rows(d, 8);
+  ASSERT_EQ(r.samples(), 8);
+  ASSERT_EQ(r.features(), 2);
+  for (index_t k = 0; k < 8; ++k) {
+    EXPECT_EQ(r.X(k, 0), 10.0 * (k % 3)) << k;
+    EXPECT_EQ(r.X(k, 1), -1.0 * (k % 3)) << k;
+    EXPECT_EQ(r.y[static_cast<size_t>(k)], static_cast<double>((k % 3) % 2)) << k;
+  }
+  EXPECT_EQ(r.feature_names, d.feature_names);
+  EXPECT_EQ(r.class_names, d.class_names);
+  EXPECT_EQ(r.continuous_columns, d.continuous_columns);
+  EXPECT_EQ(r.num_classes, 2);
+  EXPECT_EQ(repeat_rows(d, 3).X.values(), d.X.values());
+  EXPECT_THAT(invalid_input_message([&] { repeat_rows(d, 2); }),
+              HasSubstr("2 rows requested, expected at least the 3 rows of 'three'"));
+  Dataset empty = d;
+  empty.X = Matrix<double>(0, 2);
+  empty.y.clear();
+  EXPECT_THAT(invalid_input_message([&] { repeat_rows(empty, 5); }), HasSubstr("no rows"));
+}
