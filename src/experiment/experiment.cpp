@@ -486,7 +486,8 @@ class Runner {
         mo.model = kind;
         mo.model_options = model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(t)));
         mo.num_classes = K;
-        const auto anchor_labels = nri::master(releases, mo, *backend_);
+        AlignReport alignment;
+        const auto anchor_labels = nri::master(releases, mo, *backend_, &alignment);
         std::map<std::string, std::vector<double>> per_metric;
         index_t constant = 0;
         for (index_t i = 0; i < scored; ++i) {
@@ -512,6 +513,8 @@ class Runner {
               {t, "-", method, kind, metric, mean / static_cast<double>(vals.size()), secs});
         }
         out.push_back({t, "-", method, kind, "constant_workers", static_cast<double>(constant), 0});
+        // Step 9 alone, from the released anchors to all G_i (no evaluation is asked for).
+        out.push_back({t, "-", method, kind, "align_seconds", alignment.total_seconds, 0});
       }
     }
   }

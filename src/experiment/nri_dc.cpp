@@ -73,13 +73,15 @@ Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
 }
 
 std::vector<std::vector<double>> master(const std::vector<Release>& releases,
-                                        const MasterOptions& options, Backend& backend) {
+                                        const MasterOptions& options, Backend& backend,
+                                        AlignReport* alignment) {
   if (releases.empty()) throw InvalidInput("nri::master: no releases");
   const index_t c = static_cast<index_t>(releases.size());
   // Step 9: G_i from the released anchors alone.
   std::vector<Matrix<double>> anchors;
   for (const auto& r : releases) anchors.push_back(r.anchor);
   const auto al = align(Stack<double>::from_matrices(anchors), options.align, backend);
+  if (alignment) *alignment = al.report;
   // Steps 10-11: h on the stacked X~'_i G_i.
   std::vector<Matrix<double>> aligned;
   std::vector<std::vector<double>> labels;

@@ -55,9 +55,11 @@ struct MasterOptions {
 
 /// Steps 8-13: G_i from the released anchors (dcalign::align), h trained on the stacked
 /// X~'_i G_i, and Y^anc_i = h(X~anc_i G_i) as hard labels, one vector of r labels per worker
-/// in the order of `releases`. That is all that leaves the master.
+/// in the order of `releases`. That is all that leaves the master. `alignment`, when given,
+/// receives step 9's report (its phases time the G_i computation, 004's Tables 4, 8 and 12).
 std::vector<std::vector<double>> master(const std::vector<Release>& releases,
-                                        const MasterOptions& options, Backend& backend);
+                                        const MasterOptions& options, Backend& backend,
+                                        AlignReport* alignment = nullptr);
 
 /// A worker's result: its scores on its test data, and whether t_i was the constant predictor.
 struct Outcome {

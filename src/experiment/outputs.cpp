@@ -115,6 +115,33 @@ std::string nri_summary_table(const Result& r) {
       os << "\n\n";
     }
   }
+  // 004's Tables 4, 8 and 12: the time to compute all G_i (step 9), over trials and models.
+  std::vector<std::string> timed;
+  std::map<std::string, std::vector<double>> ms;
+  for (const auto& rec : r.records)
+    if (rec.metric == "align_seconds") ms[rec.method].push_back(1e3 * rec.value);
+  for (const auto& col : columns)
+    if (ms.count(col)) timed.push_back(col);
+  if (!timed.empty()) {
+    os << "### " << c.dataset << ", time to compute all G_i (milliseconds; paper 004 prints "
+       << "seconds), " << ms[timed.front()].size() << " alignment(s) per method\n\n|   |";
+    for (const auto& col : timed) os << " " << col << " |";
+    os << "\n|---|";
+    for (size_t k = 0; k < timed.size(); ++k) os << "---|";
+    os << "\n";
+    std::vector<Description> d;
+    for (const auto& col : timed) d.push_back(describe(ms[col]));
+    const std::pair<const char*, double Description::*> rows[] = {
+        {"mean", &Description::mean}, {"std", &Description::std}, {"min", &Description::min},
+        {"25%", &Description::q25},   {"50%", &Description::q50}, {"75%", &Description::q75},
+        {"max", &Description::max}};
+    for (const auto& [label, field] : rows) {
+      os << "| " << label << " |";
+      for (const auto& x : d) os << " " << number(x.*field) << " |";
+      os << "\n";
+    }
+    os << "\n";
+  }
   return os.str();
 }
 
