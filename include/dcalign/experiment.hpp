@@ -93,8 +93,9 @@ struct Config {
   index_t trials = 1;
   std::uint64_t seed = 0;
   std::string device = "cpu";  ///< alignment and LibTorch models
-  /// LibTorch threads. 1 by default: mini-batch MLP training on small layers got slower, and
-  /// erratic, with 2 threads on a loaded 2-core machine (measured in the learning layer).
+  /// LibTorch threads and the CPU alignment backend's threads (0: all cores). 1 by default:
+  /// mini-batch MLP training on small layers got slower, and erratic, with 2 threads on a
+  /// loaded 2-core machine (measured in the learning layer), and so did the alignment.
   int threads = 1;
   learn::ModelOptions model_options;
 };

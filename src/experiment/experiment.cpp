@@ -109,7 +109,11 @@ class Runner {
     validate_names();
     load();
     validate_sizes();
-    backend_ = make_backend(parse_device(c_.device));
+    // The CPU backend's threads too: one per run unless asked (two OpenMP threads made step 9
+    // 1.7x slower on the 2-core development machine, bench/results/004).
+    BackendOptions bo;
+    bo.threads = c_.threads;
+    backend_ = make_backend(parse_device(c_.device), bo);
     Result res;
     res.config = c_;
     res.machine = machine_description();
