@@ -48,6 +48,45 @@ class ComparePaper(unittest.TestCase):
         self.assertEqual(cells[("-", "local")], 61.1)
         self.assertEqual(len(cells), 14)
 
+    def test_nri_cells_orderings_and_times(self):
+        r = result("pima-diabetes", [
+            rec("logreg", "-", "opp", 0.83, "roc_auc"), rec("logreg", "-", "opp", 0.84, "roc_auc"),
+            rec("logreg", "-", "gopp", 0.80, "roc_auc"),
+            rec("logreg", "-", "kawakami", 0.5, "roc_auc"),
+            rec("logreg", "-", "opp", 0.001, "align_seconds"),
+            rec("logreg", "-", "opp", 0.003, "align_seconds"),
+            rec("logreg", "-", "opp", 4.0, "constant_workers")])
+        r["config"]["protocol"] = "nri-dc"
+        rows = {(m, meth): row for (_, m, meth, *row) in compare_paper.compare_nri(r)}
+        self.assertEqual(set(rows), {("logreg", "opp"), ("logreg", "gopp"),
+                                     ("logreg", "kawakami")})
+        mean, _, paper, delta, flagged = rows[("logreg", "opp")]
+        self.assertAlmostEqual(mean, 0.835)
+        self.assertEqual(paper, 0.820)  # 004 Table 1
+        self.assertAlmostEqual(delta, 0.015)
+        self.assertFalse(flagged)
+        self.assertTrue(rows[("logreg", "gopp")][4])  # 0.80 vs 0.821
+        claims = dict(compare_paper.orderings(compare_paper.compare_nri(r)))
+        self.assertFalse(claims["logreg: OPP and GOPP within 0.005 (0.835, 0.800)"])
+        self.assertTrue(claims["logreg: GEP lowest (0.500)"])
+        (table, method, ours, paper_s, ratio), = compare_paper.compare_times(r)
+        self.assertEqual((table, method), (4, "opp"))
+        self.assertAlmostEqual(ours, 0.002)
+        self.assertAlmostEqual(ratio, 0.025 / 0.002)
+        text = compare_paper.markdown_nri(r, compare_paper.compare_nri(r), 0.02)
+        self.assertIn("2 of 3 cells within 0.02", text)
+        self.assertIn("12.5x", text)
+
+    def test_nri_stand_in_is_labelled_and_never_flagged(self):
+        r = result("german-credit", [rec("mlp", "-", "opp", 0.6, "roc_auc")])
+        r["config"]["protocol"] = "nri-dc"
+        (row,) = compare_paper.compare_nri(r)
+        self.assertEqual(row[0], 10)
+        self.assertFalse(row[7])
+        text = compare_paper.markdown_nri(r, [row], 0.02)
+        self.assertIn("STAND-IN", text)
+        self.assertIn("CreditRating_Historical", text)
+
     def test_other_dataset_is_refused(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
