@@ -85,6 +85,9 @@ struct Config {
   /// Alignment methods (odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp) and baselines
   /// (central, local).
   std::vector<std::string> methods = {"central", "local", "imakura", "kawakami", "odc"};
+  /// RDP's relative penalty weight (AlignOptions::rdp_eta) and GOPP's stopping tolerance
+  /// (AlignOptions::gopp_tolerance); unset: the library's defaults.
+  std::optional<double> rdp_eta, gopp_tolerance;
   /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
   std::string kawakami_form = "qr-svd";
   std::vector<std::string> models = {"svm"};  ///< svm | mlp | logreg | knn | forest

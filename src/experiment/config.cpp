@@ -212,6 +212,12 @@ Config load_config(const std::string& path) {
   }
   r.get_list("methods", c.methods);
   r.get("kawakami_form", c.kawakami_form);
+  for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"rdp_eta", &c.rdp_eta},
+                          {"gopp_tolerance", &c.gopp_tolerance}}) {
+    double v = 0;
+    r.real(key, v, 0, false, kInf, false);
+    if (t.get(key)) *out = v;
+  }
   r.get_list("models", c.models);
   r.get_list("metrics", c.metrics);
   r.integer("trials", c.trials, 1);

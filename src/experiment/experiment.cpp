@@ -343,6 +343,8 @@ class Runner {
     ao.rotation = parse_target_rotation(c_.odc_rotation);
     ao.right = parse_right_factor(c_.imakura_right);
     ao.kawakami_form = kawakami_form_;
+    if (c_.rdp_eta) ao.rdp_eta = *c_.rdp_eta;
+    if (c_.gopp_tolerance) ao.gopp_tolerance = *c_.gopp_tolerance;
     return ao;
   }
 

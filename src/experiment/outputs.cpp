@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dcalign/align.hpp"
 #include "dcalign/experiment.hpp"
 #include "experiment/common.hpp"
 #include "io/staged_outputs.hpp"
@@ -282,6 +283,11 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["odc_rotation"] = c.odc_rotation;
   cfg["imakura_right"] = c.imakura_right;
   cfg["kawakami_form"] = c.kawakami_form;
+  {
+    const dcalign::AlignOptions defaults;
+    cfg["rdp_eta"] = c.rdp_eta.value_or(defaults.rdp_eta);
+    cfg["gopp_tolerance"] = c.gopp_tolerance.value_or(defaults.gopp_tolerance);
+  }
   cfg["test_holder"] = c.holder();
   if (c.protocol == "nri-dc") {
     cfg["nri_delta"] = c.nri_delta;

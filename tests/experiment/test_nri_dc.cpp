@@ -294,6 +294,8 @@ TEST(NriDc, ConfigErrorsNameTheKeyBeforeAnyWork) {
                       {"'test_holder'", "nri-dc"});
   expect_config_error(d + "kawakami_form = \"svd\"\n", {"'kawakami_form'"});
   expect_config_error(d + "mlp_early_stopping = 1\n", {"'mlp_early_stopping'"});
+  expect_config_error(d + "rdp_eta = -1e-3\n", {"'rdp_eta'", "[0, inf)"});
+  expect_config_error(d + "gopp_tolerance = inf\n", {"'gopp_tolerance'", "finite"});
   // Per-protocol defaults: NRI-DC centres (scikit-learn's PCA) and shares the test set.
   auto c = load_toml(d);
   EXPECT_TRUE(c.centered());
@@ -307,6 +309,11 @@ TEST(NriDc, ConfigErrorsNameTheKeyBeforeAnyWork) {
   EXPECT_FALSE(c.nri_permute);
   EXPECT_FALSE(c.model_options.mlp.early_stopping);
   EXPECT_EQ(c.kawakami_form, "eigen");
+  EXPECT_FALSE(c.rdp_eta.has_value());  // the library's defaults
+  EXPECT_FALSE(c.gopp_tolerance.has_value());
+  c = load_toml(d + "rdp_eta = 0.5\ngopp_tolerance = 0\n");
+  EXPECT_EQ(c.rdp_eta.value_or(-1), 0.5);
+  EXPECT_EQ(c.gopp_tolerance.value_or(-1), 0.0);
   c = load_toml("dataset = \"synthetic\"\n");
   EXPECT_FALSE(c.centered());
   EXPECT_EQ(c.holder(), "own");
