@@ -141,6 +141,33 @@ inline lapack_int syevr(lapack_int n, double* A, lapack_int lda, lapack_int il, 
                              LAPACKE_dlamch('S'), m, w, Z, ldz, isuppz, work, lwork, iwork, liwork);
 }
 
+// Cholesky B = L L^T (lower) and the reduction A <- L^{-1} A L^{-T} (sygst itype 1, lower).
+inline lapack_int potrf_lower(lapack_int n, float* A, lapack_int lda) {
+  return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'L', n, A, lda);
+}
+inline lapack_int potrf_lower(lapack_int n, double* A, lapack_int lda) {
+  return LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, A, lda);
+}
+inline lapack_int sygst_lower(lapack_int n, float* A, lapack_int lda, const float* B,
+                              lapack_int ldb) {
+  return LAPACKE_ssygst_work(LAPACK_COL_MAJOR, 1, 'L', n, A, lda, B, ldb);
+}
+inline lapack_int sygst_lower(lapack_int n, double* A, lapack_int lda, const double* B,
+                              lapack_int ldb) {
+  return LAPACKE_dsygst_work(LAPACK_COL_MAJOR, 1, 'L', n, A, lda, B, ldb);
+}
+// X <- L^{-T} X for lower triangular L (n x n), X n x k.
+inline void trsm_left_lower_trans(lapack_int n, lapack_int k, const float* L, lapack_int ldl,
+                                  float* X, lapack_int ldx) {
+  cblas_strsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit, n, k, 1.0f, L, ldl, X,
+              ldx);
+}
+inline void trsm_left_lower_trans(lapack_int n, lapack_int k, const double* L, lapack_int ldl,
+                                  double* X, lapack_int ldx) {
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit, n, k, 1.0, L, ldl, X,
+              ldx);
+}
+
 /// Sets OpenBLAS to `n` threads for the lifetime of the guard. Used around loops that run many
 /// small LAPACK calls in parallel over users, where BLAS-level threads would oversubscribe.
 class BlasThreads {
