@@ -66,6 +66,9 @@ void add_demo_command(CLI::App& app, DemoArgs& args);
 /// `dcalign enroll`: aligns later users against a model saved by `align --model-out`.
 void add_enroll_command(CLI::App& app);
 
+/// `dcalign comm`: paper 001's communication model (bytes, break-even rounds, transfer times).
+void add_comm_command(CLI::App& app);
+
 /// Commands contributed by other layers (experiments, benchmarks) when they are built.
 void add_extra_commands(CLI::App& app);
 /// Runs a command that lives in an executable of its own (`dcalign experiment` in

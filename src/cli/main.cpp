@@ -1,6 +1,7 @@
 // dcalign command-line interface.
 //   dcalign align --method odc --anchors A.npy --out G.npy [--report r.json] ...
 //   dcalign demo
+//   dcalign comm [--users 100 --participation 0.1 ...] [--json FILE]
 //   dcalign experiment FILE   (runs dcalign-experiment, see extra_commands.cpp)
 // Errors print one line "dcalign: error: ..." and exit with status 1 (2 for usage errors).
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   dcalign::cli::DemoArgs demo_args;
   dcalign::cli::add_demo_command(app, demo_args);
   dcalign::cli::add_enroll_command(app);
+  dcalign::cli::add_comm_command(app);
   dcalign::cli::add_extra_commands(app);
   return dcalign::cli::run_app(app, argc, argv);
 }

@@ -1,0 +1,178 @@
+// `dcalign comm`: paper 001's communication model (eqs. 10-18) for the options given, as a table
+// and optionally as JSON. The defaults are the paper's worked example (section 2.3).
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "dcalign/comm.hpp"
+#include "dcalign/error.hpp"
+#include "io/staged_outputs.hpp"
+
+namespace dcalign::cli {
+namespace {
+
+struct CommArgs {
+  CommModel model;
+  double gamma = 0;
+  double bandwidth = 0, rtt = 0;
+  std::string json;
+};
+
+void print_row(const char* what, double bytes) {
+  std::printf("%-44s %14.6g %12.6g %12.6g\n", what, bytes, to_gb(bytes), to_gib(bytes));
+}
+
+nlohmann::ordered_json to_json(const CommModel& m, const CommEstimate& e,
+                               const std::optional<TransferTimes>& t, double bandwidth,
+                               double rtt) {
+  nlohmann::ordered_json j;
+  auto& in = j["inputs"];
+  in["users"] = m.users;
+  in["mean_samples"] = e.mean_samples;
+  if (!m.samples.empty()) in["samples"] = m.samples;
+  in["anchor_rows"] = m.anchor_rows;
+  in["features"] = m.features;
+  in["dim"] = m.dim;
+  in["model_parameters"] = m.model_parameters;
+  in["bits"] = m.bits;
+  in["gamma"] = e.gamma;
+  in["participation"] = m.participation;
+  in["rounds"] = m.rounds;
+  auto& b = j["bytes"];
+  b["uplink_per_user"] = e.uplink_bytes_per_user;
+  b["uplink_max_user"] = e.uplink_bytes_max_user;
+  b["uplink"] = e.uplink_bytes;
+  b["downlink_per_user"] = e.downlink_bytes_per_user;
+  b["downlink"] = e.downlink_bytes;
+  b["anchor"] = e.anchor_bytes;
+  b["anchor_distribution"] = e.anchor_distribution_bytes;
+  b["dc"] = e.dc_bytes;
+  b["fl_per_round"] = e.fl_bytes_per_round;
+  b["fl"] = e.fl_bytes;
+  j["gb"] = {{"dc", to_gb(e.dc_bytes)}, {"fl", to_gb(e.fl_bytes)}};
+  j["gib"] = {{"dc", to_gib(e.dc_bytes)}, {"fl", to_gib(e.fl_bytes)}};
+  j["break_even_rounds"] = e.break_even_rounds;
+  j["break_even_rounds_ceil"] = e.break_even_rounds_ceil;
+  j["dc_sends_less"] = e.dc_sends_less;
+  if (t) {
+    j["transfer"] = {{"bandwidth_bits_per_second", bandwidth},
+                     {"rtt_seconds", rtt},
+                     {"dc_seconds", t->dc_seconds},
+                     {"fl_seconds", t->fl_seconds},
+                     {"dc_client_seconds", t->dc_client_seconds},
+                     {"fl_client_seconds", t->fl_client_seconds}};
+  } else {
+    j["transfer"] = nullptr;
+  }
+  return j;
+}
+
+void print_table(const CommModel& m, const CommEstimate& e, const std::optional<TransferTimes>& t,
+                 double bandwidth, double rtt) {
+  std::printf(
+      "dcalign comm: paper 001's communication model (eqs. 10-18)\n"
+      "c = %lld users, n = %.6g samples per user (mean%s), a = %lld anchor rows, m = %lld "
+      "features, l = %lld, N = %.6g parameters, q = %.6g bits, gamma = %.6g, p = %.6g, "
+      "R = %.6g\n\n",
+      static_cast<long long>(m.users), e.mean_samples, m.samples.empty() ? "" : " of --samples",
+      static_cast<long long>(m.anchor_rows), static_cast<long long>(m.features),
+      static_cast<long long>(m.dim), m.model_parameters, m.bits, e.gamma, m.participation,
+      m.rounds);
+  std::printf("%-44s %14s %12s %12s\n", "quantity", "bytes", "GB (1e9)", "GiB (2^30)");
+  print_row("DC uplink per user, (n + a) l q/8 (10)", e.uplink_bytes_per_user);
+  if (!m.samples.empty()) print_row("DC uplink of the largest user (10)", e.uplink_bytes_max_user);
+  print_row("DC uplink, all users", e.uplink_bytes);
+  print_row("DC downlink per user, (l^2 + N) q/8 (11)", e.downlink_bytes_per_user);
+  print_row("DC downlink, all users", e.downlink_bytes);
+  print_row("raw anchor, a m q/8 (12)", e.anchor_bytes);
+  print_row("anchor distribution, gamma a m q/8 (13)", e.anchor_distribution_bytes);
+  print_row("B_DC, total (14)", e.dc_bytes);
+  print_row("B_FL per round, 2 p c N q/8 (15)", e.fl_bytes_per_round);
+  print_row("B_FL, R rounds (15)", e.fl_bytes);
+  std::printf("\nbreak-even R* (16) = %.6g: DC sends less once R >= ceil(R*) = %.0f\n",
+              e.break_even_rounds, e.break_even_rounds_ceil);
+  std::printf("at R = %.6g: B_DC / B_FL = %.6g, %s\n", m.rounds,
+              e.fl_bytes > 0 ? e.dc_bytes / e.fl_bytes : 0.0,
+              e.dc_sends_less ? "DC sends less" : "FL sends less");
+  if (t) {
+    std::printf("\ntransfer time (18), beta = %.6g bit/s, tau = %.6g s    %14s %14s\n", bandwidth,
+                rtt, "aggregate s", "per client s");
+    std::printf("%-57s %14.6g %14.6g\n", "DC, 8 B_DC / beta + 3 tau", t->dc_seconds,
+                t->dc_client_seconds);
+    std::printf("%-57s %14.6g %14.6g\n", "FL, 8 B_FL / beta + 2 R tau", t->fl_seconds,
+                t->fl_client_seconds);
+  }
+}
+
+void run_comm(CommArgs& args, const CLI::App& cmd) {
+  if (cmd.count("--samples") > 0 && cmd.count("--mean-samples") > 0)
+    throw UsageError("--samples and --mean-samples both give n: use one of them");
+  if (cmd.count("--rtt") > 0 && cmd.count("--bandwidth") == 0)
+    throw UsageError("--rtt needs --bandwidth (the transfer times need both)");
+  CommModel& m = args.model;
+  // One --samples entry per user: the list gives c unless --users says otherwise (then both
+  // must agree, which validate() checks).
+  if (cmd.count("--samples") > 0 && cmd.count("--users") == 0)
+    m.users = static_cast<std::int64_t>(m.samples.size());
+  if (cmd.count("--gamma") > 0) m.gamma = args.gamma;
+  const bool timed = cmd.count("--bandwidth") > 0;
+  CommEstimate e;
+  std::optional<TransferTimes> t;
+  try {
+    e = estimate_communication(m);
+    if (timed) t = estimate_transfer_times(m, args.bandwidth, args.rtt);
+  } catch (const InvalidInput& err) {
+    // Every input of the model is an option of this command: a bad value is a usage error.
+    throw UsageError(err.what());
+  }
+  io::StagedOutputs outputs;
+  if (!args.json.empty()) {
+    const std::string tmp = outputs.stage(args.json, "--json");
+    std::ofstream f(tmp);
+    if (!f) throw IoError("cannot write the JSON to '" + args.json + "'");
+    f << to_json(m, e, t, args.bandwidth, args.rtt).dump(2) << "\n";
+    f.close();
+    if (!f) throw IoError("writing the JSON to '" + args.json + "' failed");
+  }
+  outputs.commit();
+  print_table(m, e, t, args.bandwidth, args.rtt);
+}
+
+}  // namespace
+
+void add_comm_command(CLI::App& app) {
+  static CommArgs args;
+  auto* cmd = app.add_subcommand(
+      "comm", "Bytes and times of DC against federated learning (paper 001 eqs. 10-18)");
+  CommModel& m = args.model;
+  cmd->add_option("-c,--users", m.users, "number of users c")->capture_default_str();
+  cmd->add_option("-n,--mean-samples", m.mean_samples, "mean samples per user n")
+      ->capture_default_str();
+  cmd->add_option("--samples", m.samples, "samples n_i of each user, comma-separated")
+      ->delimiter(',');
+  cmd->add_option("-a,--anchor-rows", m.anchor_rows, "anchor rows a")->capture_default_str();
+  cmd->add_option("-m,--features", m.features, "input dimension m")->capture_default_str();
+  cmd->add_option("-l,--dim", m.dim, "latent dimension l")->capture_default_str();
+  cmd->add_option("-N,--model-parameters", m.model_parameters,
+                  "parameters N of the downstream model")
+      ->capture_default_str();
+  cmd->add_option("-q,--bits", m.bits, "bits per scalar q (32: FP32, 16: FP16)")
+      ->capture_default_str();
+  cmd->add_option("--gamma", args.gamma,
+                  "anchor replication factor (default c: unicast; 0: public or seeded anchor)");
+  cmd->add_option("-p,--participation", m.participation, "FL participation fraction p in (0, 1]")
+      ->capture_default_str();
+  cmd->add_option("-R,--rounds", m.rounds, "FL rounds R")->capture_default_str();
+  cmd->add_option("--bandwidth", args.bandwidth,
+                  "bottleneck goodput beta in bits/s (prints the transfer times)");
+  cmd->add_option("--rtt", args.rtt, "round-trip time tau in s (default 0; needs --bandwidth)");
+  cmd->add_option("--json", args.json, "also write the results to this JSON file");
+  cmd->callback([cmd] { run_comm(args, *cmd); });
+}
+
+}  // namespace dcalign::cli

@@ -1,0 +1,123 @@
+// `dcalign comm` through the executable: the table and the JSON of paper 001's worked example
+// (values worked out by hand in tests/comm/test_comm.cpp), and bad values as usage errors that
+// leave an existing --json file untouched.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli_fixture.hpp"
+
+namespace dcalign {
+namespace {
+
+class CommCli : public testing::CliFixture {
+ protected:
+  CommCli() : testing::CliFixture("dcalign_comm_cli_") {}
+  std::string read(const std::string& name) const {
+    std::ifstream f(path(name));
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+};
+
+TEST_F(CommCli, DefaultsPrintThePapersExample) {
+  const auto r = run("comm");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string out = read("stdout.txt");
+  // B_DC = 1.03976e10 bytes = 10.3976 GB, B_FL = 2e10, R* = 0.51988, ceil 1.
+  for (const char* s :
+       {"1.03976e+10", "10.3976", "2e+10", "R* (16) = 0.51988", "ceil(R*) = 1", "DC sends less"})
+    EXPECT_NE(out.find(s), std::string::npos) << s << " not in:\n" << out;
+  // No --bandwidth: no transfer times.
+  EXPECT_EQ(out.find("transfer time"), std::string::npos) << out;
+}
+
+TEST_F(CommCli, JsonHasBytesBreakEvenAndTimes) {
+  const std::string json = path("comm.json");
+  const auto r = run("comm --participation 0.1 --bandwidth 1e9 --rtt 0.05 --json " + json);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream f(json);
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_NEAR(j["bytes"]["dc"].get<double>(), 1.03976e10, 1.0);
+  EXPECT_NEAR(j["bytes"]["fl"].get<double>(), 2.0e9, 1.0);  // p = 0.1 of 100 clients
+  EXPECT_NEAR(j["gb"]["dc"].get<double>(), 10.3976, 1e-9);
+  EXPECT_NEAR(j["break_even_rounds"].get<double>(), 5.1988, 1e-9);
+  EXPECT_EQ(j["break_even_rounds_ceil"].get<double>(), 6.0);
+  EXPECT_FALSE(j["dc_sends_less"].get<bool>());  // one round of 10 clients sends less
+  EXPECT_EQ(j["inputs"]["gamma"].get<double>(), 100.0);
+  EXPECT_EQ(j["inputs"]["users"].get<long long>(), 100);
+  EXPECT_NEAR(j["transfer"]["dc_seconds"].get<double>(), 83.1808 + 0.15, 1e-9);
+  EXPECT_NEAR(j["transfer"]["fl_seconds"].get<double>(), 16.0 + 0.1, 1e-9);
+  const std::string out = read("stdout.txt");
+  EXPECT_NE(out.find("transfer time"), std::string::npos) << out;
+  EXPECT_NE(out.find("FL sends less"), std::string::npos) << out;
+}
+
+TEST_F(CommCli, GammaZeroHalfPrecisionAndPerUserSamples) {
+  auto r = run("comm --gamma 0 --json " + path("a.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream fa(path("a.json"));
+  EXPECT_NEAR(nlohmann::json::parse(fa)["bytes"]["dc"].get<double>(), 1.0084e10, 1.0);
+  r = run("comm -q 16 --json " + path("b.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream fb(path("b.json"));
+  EXPECT_NEAR(nlohmann::json::parse(fb)["bytes"]["dc"].get<double>(), 5.1988e9, 1.0);
+  // Four users (c from the list): sum_i (n_i + 1000) 100 * 4 = 4e6 bytes of uplink.
+  r = run("comm --samples 500,1500,1000,3000 --json " + path("c.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream fc(path("c.json"));
+  const auto j = nlohmann::json::parse(fc);
+  EXPECT_EQ(j["inputs"]["users"].get<long long>(), 4);
+  EXPECT_EQ(j["inputs"]["mean_samples"].get<double>(), 1500.0);
+  EXPECT_NEAR(j["bytes"]["uplink"].get<double>(), 4.0e6, 1e-6);
+  EXPECT_NEAR(j["bytes"]["uplink_max_user"].get<double>(), 1.6e6, 1e-6);
+}
+
+TEST_F(CommCli, BadValuesAreUsageErrorsAndWriteNothing) {
+  const std::string json = path("keep.json");
+  std::ofstream(json) << "previous";
+  struct Case {
+    std::string args, fragment;
+  } cases[] = {
+      {"--participation 1.5", "0 < p <= 1"},
+      {"--participation 0", "participation p"},
+      {"--bits 0", "bits q"},
+      {"--users 0", "users c"},
+      {"--anchor-rows=-5", "anchor_rows a"},
+      {"--gamma=-1", "gamma"},
+      {"--model-parameters 0.1", "model_parameters N"},
+      {"--rounds=-2", "rounds R"},
+      {"--mean-samples nan", "mean_samples n"},
+      {"--bandwidth 0", "bandwidth beta"},
+      {"--bandwidth 1e9 --rtt=-1", "rtt tau"},
+      {"--rtt 0.1", "--rtt needs --bandwidth"},
+      {"--samples 1,2 --users 3", "samples has 2 entries"},
+      {"--samples 1,2 --mean-samples 4", "use one of them"},
+      {"--model-parameters 1e300 --rounds 1e10", "overflows"},
+  };
+  for (const Case& k : cases) {
+    const auto r = run("comm " + k.args + " --json " + json);
+    EXPECT_EQ(r.status, 2) << k.args << ": " << r.err;
+    EXPECT_NE(r.err.find("dcalign: error:"), std::string::npos) << k.args << ": " << r.err;
+    EXPECT_NE(r.err.find(k.fragment), std::string::npos) << k.args << ": " << r.err;
+    EXPECT_EQ(read("keep.json"), "previous") << k.args;
+  }
+  // A --json path that cannot be used is an error of the run (status 1), not of its usage.
+  const auto r = run("comm --json " + path("missing_dir/x.json"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("--json"), std::string::npos) << r.err;
+  // No temporary is left beside the kept file.
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    files += entry.path().filename().string().rfind(".keep.json", 0) == 0;
+  EXPECT_EQ(files, 0);
+}
+
+}  // namespace
+}  // namespace dcalign
