@@ -80,6 +80,31 @@ struct Config {
   double nri_delta = 0.05;
   /// NRI-DC: each worker shuffles the rows of (X_i, Y_i) before release (004 Alg. 1 step 2).
   bool nri_permute = true;
+  /// Differential privacy, protocol "dc" only (include/dcalign/privacy.hpp; Analytic Gaussian
+  /// Mechanism of Balle and Wang 2018, paper 000 Algorithm 3), at (dp_epsilon, dp_delta):
+  ///  - "none": off (the default).
+  ///  - "released" (paper 000, eq. 3): every user releases X~_i = X_i F_i + sigma_i W_i, W_i
+  ///    entrywise N(0, 1), and the anchor representation A F_i without noise (000 eq. 6). The
+  ///    sensitivity is 000's eq. 4, Delta_i = r ||F_i||_2: r for orthonormal F_i (the -Orth
+  ///    conditions), the spectral norm of F_i otherwise. Central and Local use the raw data, as
+  ///    000's baselines do; the test data are mapped without noise.
+  ///  - "raw" (paper 001's DP baseline, section 7.1): every user's training rows become
+  ///    X_i + sigma W_i (Delta = r) before anything else, so Central on them is 001's DP baseline
+  ///    and every other method is post-processing of the noisy rows.
+  /// The W_i come from the trial's seed (derive(seed, 41 or 43, 4096 trial + user)); in "released"
+  /// every condition of a trial uses the same W_i. 000 does not say what "the range r" of its
+  /// eq. 4 is: r (dp_row_range) is taken as the largest L2 distance between two rows of a
+  /// user's data, so that Delta = r ||F||_2 bounds the change of one released row. The default
+  /// r = 1 is 000's reading (its Delta <= r with results near Central at epsilon = 8 need Delta
+  /// of order 1); it is a guarantee only for rows within L2 distance 1 of each other. Rows in
+  /// [0, 1]^m can be sqrt(m) apart (28 for MNIST): set dp_row_range = 28 for a worst-case bound.
+  /// Caveat: 000's guarantee treats F_i as fixed, but F_i is computed from user data (user 1's
+  /// SVD under SameSpan); "raw" has no such gap.
+  std::string dp_target = "none";
+  double dp_epsilon = 8;    ///< > 0 (000's default)
+  double dp_delta = 1e-3;   ///< in (0, 1) (000 and 001 fix 1e-3)
+  double dp_row_range = 1;  ///< r > 0
+  bool dp_enabled() const { return dp_target != "none"; }
   /// Secret-basis conditions of the "dc" protocol ("nri-dc" has none: PCA per worker).
   std::vector<SpanCondition> conditions = {SpanCondition::same_span_orth};
   /// Alignment methods (odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp) and baselines

@@ -204,6 +204,10 @@ Config load_config(const std::string& path) {
   r.get("test_holder", c.test_holder);
   r.real("nri_delta", c.nri_delta, 0, false, kInf, false);
   r.get("nri_permute", c.nri_permute);
+  r.get("dp_target", c.dp_target);
+  r.real("dp_epsilon", c.dp_epsilon, 0, true, kInf, false);
+  r.real("dp_delta", c.dp_delta, 0, true, 1, true);
+  r.real("dp_row_range", c.dp_row_range, 0, true, kInf, false);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
   if (t.get("conditions")) {  // present: get_list has rejected an empty list
@@ -286,6 +290,14 @@ Config load_config(const std::string& path) {
   // sets them expects something the protocol does not do.
   if (c.protocol == "nri-dc" && t.get("conditions"))
     r.fail("conditions", "left out for protocol = \"nri-dc\" (every worker uses its own PCA)");
+  if (c.dp_target != "none" && c.dp_target != "released" && c.dp_target != "raw")
+    r.fail("dp_target", "\"none\", \"released\" or \"raw\"");
+  if (c.dp_enabled() && c.protocol != "dc")
+    r.fail("dp_target", "left out (or \"none\") for a protocol other than \"dc\"");
+  // A DP parameter without DP would silently do nothing.
+  for (const char* key : {"dp_epsilon", "dp_delta", "dp_row_range"})
+    if (!c.dp_enabled() && t.get(key))
+      r.fail(key, "left out unless dp_target is \"released\" or \"raw\"");
   return c;
 }
 

@@ -15,6 +15,7 @@
 #include "dcalign/align.hpp"
 #include "dcalign/checked.hpp"
 #include "dcalign/data.hpp"
+#include "dcalign/privacy.hpp"
 #include "dcalign/random.hpp"
 #include "experiment/common.hpp"
 #include "experiment/nri_dc.hpp"
@@ -184,6 +185,43 @@ class Runner {
     if (c_.emulate_duplicates < 0)
       key_error("emulate_duplicates",
                 "= " + std::to_string(c_.emulate_duplicates) + " must be >= 0 (0: off)");
+    validate_privacy();
+  }
+
+  // The DP keys (load_config checks them too; a Config built in code comes here only).
+  void validate_privacy() {
+    if (c_.dp_target != "none" && c_.dp_target != "released" && c_.dp_target != "raw")
+      key_error("dp_target",
+                "= \"" + c_.dp_target + "\" must be \"none\", \"released\" or \"raw\"");
+    if (!c_.dp_enabled()) return;
+    if (nri_) key_error("dp_target", "= \"" + c_.dp_target + "\" needs protocol \"dc\"");
+    const auto show = [](double v) {
+      std::ostringstream os;
+      os << v;
+      return os.str();
+    };
+    if (!(std::isfinite(c_.dp_epsilon) && c_.dp_epsilon > 0))
+      key_error("dp_epsilon", "= " + show(c_.dp_epsilon) + " must be a finite number > 0");
+    if (!(c_.dp_delta > 0 && c_.dp_delta < 1))
+      key_error("dp_delta", "= " + show(c_.dp_delta) + " must be in (0, 1)");
+    if (!(std::isfinite(c_.dp_row_range) && c_.dp_row_range > 0))
+      key_error("dp_row_range", "= " + show(c_.dp_row_range) + " must be a finite number > 0");
+    dp_sigma_ = analytic_gaussian_sigma(c_.dp_epsilon, c_.dp_delta, c_.dp_row_range);
+  }
+
+  // sigma_i for user i's released X_i F_i: Delta_i = r ||F_i||_2 (paper 000, eq. 4), which is r
+  // for orthonormal F_i.
+  double released_sigma(const User<double>& user, SpanCondition cond) const {
+    if (orthonormal_mixing(cond)) return dp_sigma_;
+    const Matrix<double>& F = user.reveal_secret_basis();  // the user's own, never released
+    const Matrix<double> v = top_right_singular_vectors(F, 1, false);
+    double norm2 = 0;
+    for (index_t i = 0; i < F.rows(); ++i) {
+      double fv = 0;
+      for (index_t j = 0; j < F.cols(); ++j) fv += F(i, j) * v(j, 0);
+      norm2 += fv * fv;
+    }
+    return analytic_gaussian_sigma(c_.dp_epsilon, c_.dp_delta, c_.dp_row_range * std::sqrt(norm2));
   }
 
   // An error about a configuration key, naming the file it came from when there is one.
@@ -369,7 +407,12 @@ class Runner {
   }
 
   void trial(index_t t, std::vector<Record>& out) {
-    const Split sp = make_split(t);
+    Split sp = make_split(t);
+    // Paper 001's DP baseline: the users' training rows themselves are released with noise.
+    if (c_.dp_target == "raw")
+      for (index_t i = 0; i < c_.users; ++i)
+        add_gaussian_noise(sp.X[i], dp_sigma_,
+                           derive(c_.seed, 43, static_cast<std::uint64_t>(t) * 4096 + i));
     const auto want = [&](const char* m) {
       return std::find(c_.methods.begin(), c_.methods.end(), m) != c_.methods.end();
     };
@@ -387,6 +430,7 @@ class Runner {
       Matrix<double> v1;
       if (shares_span(cond)) v1 = top_right_singular_vectors(sp.X[0], l_, c_.centered());
       std::vector<Matrix<double>> released, projected_test, anchors;
+      double sigma_sum = 0;
       for (index_t i = 0; i < c_.users; ++i) {
         users.emplace_back(sp.X[i], "user " + std::to_string(i));
         const std::uint64_t s = derive(c_.seed, 19, static_cast<std::uint64_t>(t) * 4096 + i);
@@ -395,6 +439,12 @@ class Runner {
         else
           users.back().choose_secret_basis(l_, mixing, s, c_.centered());
         released.push_back(users.back().release_data());
+        if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
+          const double sigma = released_sigma(users.back(), cond);
+          add_gaussian_noise(released.back(), sigma,
+                             derive(c_.seed, 41, static_cast<std::uint64_t>(t) * 4096 + i));
+          sigma_sum += sigma;
+        }
         anchors.push_back(users.back().release_anchor(A));
         // "own": each user maps its test share (paper eq. 9); "first": user 1 holds the whole
         // test set and maps it with F_1 G_1.
@@ -403,6 +453,9 @@ class Runner {
         else if (i == 0)
           projected_test.push_back(users.back().project(vstack(sp.Y)));
       }
+      if (c_.dp_target == "released")
+        out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
+                       sigma_sum / static_cast<double>(c_.users), 0});
       const Stack<double> stack = Stack<double>::from_matrices(anchors);
       for (const auto& method : c_.methods) {
         if (!is_align_method(method)) continue;
@@ -531,6 +584,7 @@ class Runner {
   bool split_per_trial_ = false, nri_ = false;
   KawakamiForm kawakami_form_ = KawakamiForm::qr_svd;
   index_t l_ = 0, n_test_ = 0;
+  double dp_sigma_ = 0;  ///< the AGM sigma for Delta = dp_row_range
   AnchorKind anchor_kind_ = AnchorKind::uniform;
   std::shared_ptr<Backend> backend_;
 };

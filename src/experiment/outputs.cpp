@@ -12,6 +12,7 @@
 
 #include "dcalign/align.hpp"
 #include "dcalign/experiment.hpp"
+#include "dcalign/privacy.hpp"
 #include "experiment/common.hpp"
 #include "io/staged_outputs.hpp"
 
@@ -41,6 +42,43 @@ std::string data_preparation(const Config& c) {
        << c.subsample << " rows";
   if (c.onehot != "full") os << ", one-hot " << c.onehot;
   if (c.heart_ca != "continuous") os << ", ca " << c.heart_ca;
+  return os.str();
+}
+
+// The DP line of the summary ("" without DP): the mechanism, its parameters, sigma for
+// Delta = r, and the mean sigma_i per condition where the F_i are not orthonormal.
+std::string dp_description(const Result& r) {
+  const auto& c = r.config;
+  if (!c.dp_enabled()) return "";
+  std::ostringstream os;
+  os.precision(8);
+  os << "Differential privacy (Analytic Gaussian Mechanism, Balle and Wang 2018): ";
+  if (c.dp_target == "released")
+    os << "noise on the released X~_i = X_i F_i + sigma_i W_i (paper 000, eq. 3; anchor "
+          "representations without noise), Central and Local on the raw data";
+  else
+    os << "noise on the raw training rows X_i + sigma W_i (paper 001's DP baseline is Central on "
+          "them; every method sees the noisy rows)";
+  os << "; epsilon = " << c.dp_epsilon << ", delta = " << c.dp_delta
+     << ", row range r = " << c.dp_row_range
+     << ", sigma = " << analytic_gaussian_sigma(c.dp_epsilon, c.dp_delta, c.dp_row_range)
+     << " for Delta = r";
+  if (c.dp_target == "released") {
+    os << " (orthonormal F_i); mean sigma_i over users and trials:";
+    for (auto cond : c.conditions) {
+      std::vector<double> v;
+      for (const auto& rec : r.records)
+        if (rec.metric == "dp_sigma" && rec.condition == to_string(cond)) v.push_back(rec.value);
+      double mean = 0;
+      for (double x : v) mean += x;
+      os << " " << to_string(cond) << " ";
+      if (v.empty())
+        os << "n/a";
+      else
+        os << mean / static_cast<double>(v.size());
+    }
+  }
+  os << ".\n\n";
   return os.str();
 }
 
@@ -205,6 +243,7 @@ std::string summary_table(const Result& r) {
   for (const auto& m : c.methods)
     if (is_align_method(m)) dc.push_back(m);
   std::ostringstream os;
+  os << dp_description(r);
   for (const auto& metric : c.metrics) {
     os << "### " << c.dataset << ", " << metric << (metric == "rmse" ? "" : " (%)") << ", "
        << c.trials << " trial(s), mean";
@@ -263,6 +302,8 @@ void write_outputs(const Result& r, const std::string& dir) {
   j["source"] = c.source;
   j["machine"] = r.machine;
   j["wall_seconds"] = r.wall_seconds;
+  if (c.dp_enabled())  // sigma for Delta = dp_row_range; per-condition sigma_i in the records
+    j["dp_sigma"] = analytic_gaussian_sigma(c.dp_epsilon, c.dp_delta, c.dp_row_range);
   nlohmann::ordered_json cfg;
   cfg["protocol"] = c.protocol;
   cfg["dataset"] = c.dataset;
@@ -304,6 +345,12 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["seed"] = c.seed;
   cfg["device"] = c.device;
   cfg["mlp_early_stopping"] = c.model_options.mlp.early_stopping;
+  if (c.dp_enabled()) {
+    cfg["dp_target"] = c.dp_target;
+    cfg["dp_epsilon"] = c.dp_epsilon;
+    cfg["dp_delta"] = c.dp_delta;
+    cfg["dp_row_range"] = c.dp_row_range;
+  }
   j["config"] = cfg;
   nlohmann::ordered_json recs = nlohmann::ordered_json::array();
   for (const auto& rec : r.records)
