@@ -50,7 +50,7 @@ SvdAlgorithm parse_svd_algorithm(const std::string& name) {
   if (n == "exact") return SvdAlgorithm::exact;
   if (n == "randomized" || n == "randomised") return SvdAlgorithm::randomized;
   if (n == "gram") return SvdAlgorithm::gram;
-  unknown("SVD algorithm", name, "exact, randomized, gram");
+  unknown("svd algorithm", name, "exact, randomized, gram");
 }
 
 std::string to_string(Method m) {
