@@ -213,6 +213,14 @@ def markdown_nri(result, rows, tolerance):
     return "\n".join(out) + "\n"
 
 
+def emit(text, out):
+    """Prints the report and, with --out, writes it to that file too."""
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+    print(text, end="")
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("result")
@@ -228,22 +236,14 @@ def main(argv=None):
             sys.exit(f"compare_paper: {a.result} holds no ROC-AUC cell of paper 004's tables "
                      f"(dataset {result['config']['dataset']!r}, models "
                      f"{result['config'].get('models')!r})")
-        text = markdown_nri(result, rows, tol)
-        if a.out:
-            with open(a.out, "w") as f:
-                f.write(text)
-        print(text, end="")
+        emit(markdown_nri(result, rows, tol), a.out)
         return
     a.tolerance = 2.0 if a.tolerance is None else a.tolerance
     rows = compare(result, a.tolerance)
     if not rows:
         sys.exit(f"compare_paper: {a.result} holds no accuracy cell of Table 7 "
                  f"(dataset {result['config']['dataset']!r}); expected mnist or fashion-mnist")
-    text = markdown(result, rows, a.tolerance)
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text, end="")
+    emit(markdown(result, rows, a.tolerance), a.out)
 
 
 if __name__ == "__main__":

@@ -532,6 +532,32 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
   return ratio;
 }
 
+namespace {
+
+// Eigenpairs il..iu (1-based, ascending) of the symmetric S (lower triangle; overwritten) by
+// LAPACK's syevr: eigenvalues into w (n entries), eigenvectors into Z (n x (iu - il + 1), ldz).
+template <typename T>
+void eigenpairs_in_range(MatrixView<T> S, index_t il, index_t iu, T* w, T* Z, index_t ldz) {
+  const lapack_int n = li(S.rows()), want = li(iu - il + 1);
+  lapack_int found = 0, iquery = 0;
+  T query = 0;
+  std::vector<lapack_int> isuppz(2 * static_cast<size_t>(want));
+  check_info(cpu::syevr(n, S.data(), li(S.ld()), li(il), li(iu), &found, w, Z, li(ldz),
+                        isuppz.data(), &query, -1, &iquery, -1),
+             "syevr (workspace query)");
+  std::vector<T> work(static_cast<size_t>(query) + 1);
+  std::vector<lapack_int> iwork(static_cast<size_t>(std::max<lapack_int>(iquery, 1)));
+  check_info(cpu::syevr(n, S.data(), li(S.ld()), li(il), li(iu), &found, w, Z, li(ldz),
+                        isuppz.data(), work.data(), static_cast<lapack_int>(work.size()),
+                        iwork.data(), static_cast<lapack_int>(iwork.size())),
+             "syevr");
+  if (found != want)
+    throw NumericalError("syevr returned " + std::to_string(found) + " eigenpairs, expected " +
+                         std::to_string(want));
+}
+
+}  // namespace
+
 template <typename T>
 void CpuPrimitives<T>::syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) {
   const index_t n = S.rows();
@@ -541,24 +567,9 @@ void CpuPrimitives<T>::syev_largest(MatrixView<T> S, index_t k, T* evals, Matrix
   for (index_t j = 0; j < n; ++j)
     for (index_t i = j; i < n; ++i)
       if (!std::isfinite(S(i, j))) throw NumericalError("syevr: the matrix holds NaN or Inf");
-  const lapack_int ni = li(n), ki = li(k);
-  lapack_int found = 0, iquery = 0;
-  T query = 0;
   std::vector<T> w(static_cast<size_t>(n)), z(static_cast<size_t>(n) * k);
-  std::vector<lapack_int> isuppz(2 * static_cast<size_t>(k));
   BlasThreads one(1);
-  check_info(cpu::syevr(ni, S.data(), li(S.ld()), ni - ki + 1, ni, &found, w.data(), z.data(), ni,
-                        isuppz.data(), &query, -1, &iquery, -1),
-             "syevr (workspace query)");
-  std::vector<T> work(static_cast<size_t>(query) + 1);
-  std::vector<lapack_int> iwork(static_cast<size_t>(std::max<lapack_int>(iquery, 1)));
-  check_info(cpu::syevr(ni, S.data(), li(S.ld()), ni - ki + 1, ni, &found, w.data(), z.data(), ni,
-                        isuppz.data(), work.data(), static_cast<lapack_int>(work.size()),
-                        iwork.data(), static_cast<lapack_int>(iwork.size())),
-             "syevr");
-  if (found != ki)
-    throw NumericalError("syevr returned " + std::to_string(found) + " eigenpairs, expected " +
-                         std::to_string(k));
+  eigenpairs_in_range(S, n - k + 1, n, w.data(), z.data(), n);
   // syevr returns them ascending; the largest first here.
   for (index_t j = 0; j < k; ++j) {
     const index_t from = k - 1 - j;
@@ -591,22 +602,8 @@ void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k
         std::to_string(minor) + "); some A_i is rank deficient");
   check_info(minor, "potrf");
   check_info(cpu::sygst_lower(ni, S.data(), lds, B.data(), ldb), "sygst");
-  lapack_int found = 0, iquery = 0;
-  T query = 0;
   std::vector<T> w(static_cast<size_t>(n));
-  std::vector<lapack_int> isuppz(2 * static_cast<size_t>(k));
-  check_info(cpu::syevr(ni, S.data(), lds, 1, ki, &found, w.data(), V.data(), li(V.ld()),
-                        isuppz.data(), &query, -1, &iquery, -1),
-             "syevr (workspace query)");
-  std::vector<T> work(static_cast<size_t>(query) + 1);
-  std::vector<lapack_int> iwork(static_cast<size_t>(std::max<lapack_int>(iquery, 1)));
-  check_info(cpu::syevr(ni, S.data(), lds, 1, ki, &found, w.data(), V.data(), li(V.ld()),
-                        isuppz.data(), work.data(), static_cast<lapack_int>(work.size()),
-                        iwork.data(), static_cast<lapack_int>(iwork.size())),
-             "syevr");
-  if (found != ki)
-    throw NumericalError("syevr returned " + std::to_string(found) + " eigenpairs, expected " +
-                         std::to_string(k));
+  eigenpairs_in_range(S, 1, k, w.data(), V.data(), V.ld());
   cpu::trsm_left_lower_trans(ni, ki, B.data(), ldb, V.data(), li(V.ld()));
   for (index_t j = 0; j < k; ++j) evals[j] = w[static_cast<size_t>(j)];
 }

@@ -82,6 +82,20 @@ std::string dp_description(const Result& r) {
   return os.str();
 }
 
+// The rows mean, std, min, 25%, 50%, 75% and max of 004's tables, one column per description.
+template <typename Format>
+void describe_rows(std::ostream& os, const std::vector<Description>& d, const Format& number) {
+  const std::pair<const char*, double Description::*> rows[] = {
+      {"mean", &Description::mean}, {"std", &Description::std}, {"min", &Description::min},
+      {"25%", &Description::q25},   {"50%", &Description::q50}, {"75%", &Description::q75},
+      {"max", &Description::max}};
+  for (const auto& [label, field] : rows) {
+    os << "| " << label << " |";
+    for (const auto& x : d) os << " " << number(x.*field) << " |";
+    os << "\n";
+  }
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -120,15 +134,7 @@ std::string nri_summary_table(const Result& r) {
         d.push_back(it == g.end() ? Description{0, NAN, NAN, NAN, NAN, NAN, NAN, NAN}
                                   : describe(it->second));
       }
-      const std::pair<const char*, double Description::*> rows[] = {
-          {"mean", &Description::mean}, {"std", &Description::std}, {"min", &Description::min},
-          {"25%", &Description::q25},   {"50%", &Description::q50}, {"75%", &Description::q75},
-          {"max", &Description::max}};
-      for (const auto& [label, field] : rows) {
-        os << "| " << label << " |";
-        for (const auto& x : d) os << " " << number(x.*field) << " |";
-        os << "\n";
-      }
+      describe_rows(os, d, number);
       os << "| mean ± 95% CI |";
       for (const auto& col : columns) {
         auto it = g.find({col, model, metric});
@@ -170,15 +176,7 @@ std::string nri_summary_table(const Result& r) {
     os << "\n";
     std::vector<Description> d;
     for (const auto& col : timed) d.push_back(describe(ms[col]));
-    const std::pair<const char*, double Description::*> rows[] = {
-        {"mean", &Description::mean}, {"std", &Description::std}, {"min", &Description::min},
-        {"25%", &Description::q25},   {"50%", &Description::q50}, {"75%", &Description::q75},
-        {"max", &Description::max}};
-    for (const auto& [label, field] : rows) {
-      os << "| " << label << " |";
-      for (const auto& x : d) os << " " << number(x.*field) << " |";
-      os << "\n";
-    }
+    describe_rows(os, d, number);
     os << "\n";
   }
   return os.str();
