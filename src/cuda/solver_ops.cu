@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/check.hpp"
@@ -389,17 +390,26 @@ std::vector<T> lstsq_batched(Context& ctx, StackView<const T> A, MatrixView<cons
   return ratio;
 }
 
+namespace {
+
+// Device space for an eigensolver's n eigenvalues and its info flag, in the results workspace.
+template <typename T>
+std::pair<T*, int*> eigen_results(Context& ctx, index_t n) {
+  Layout results;
+  const size_t w_at = results.add<T>(n), info_at = results.add<int>(1);
+  void* base = ctx.workspace(Context::kResults, results.bytes());
+  return {Layout::at<T>(base, w_at), Layout::at<int>(base, info_at)};
+}
+
+}  // namespace
+
 template <typename T>
 void syev_largest(Context& ctx, MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) {
   const index_t n = S.rows();
   if (S.cols() != n || k < 1 || k > n || V.rows() != n || V.cols() != k)
     throw InvalidInput("syev_largest: shapes do not match (internal error)");
   const int ni = to_int(n, "n"), ki = to_int(k, "k"), lda = to_int(S.ld(), "lda");
-  Layout results;
-  const size_t w_at = results.add<T>(n), info_at = results.add<int>(1);
-  void* rbase = ctx.workspace(Context::kResults, results.bytes());
-  T* W = Layout::at<T>(rbase, w_at);
-  int* info = Layout::at<int>(rbase, info_at);
+  const auto [W, info] = eigen_results<T>(ctx, n);
   int meig = 0, lwork = 0;
   DCALIGN_CUDA(
       lib::syevdx_buffer_size(ctx.solver(), ni, S.data(), lda, ni - ki + 1, ni, &meig, W, &lwork));
@@ -431,11 +441,7 @@ void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T*
     throw InvalidInput("sygv_smallest: shapes do not match (internal error)");
   const int ni = to_int(n, "n"), ki = to_int(k, "k");
   const int lda = to_int(S.ld(), "lda"), ldb = to_int(B.ld(), "ldb");
-  Layout results;
-  const size_t w_at = results.add<T>(n), info_at = results.add<int>(1);
-  void* rbase = ctx.workspace(Context::kResults, results.bytes());
-  T* W = Layout::at<T>(rbase, w_at);
-  int* info = Layout::at<int>(rbase, info_at);
+  const auto [W, info] = eigen_results<T>(ctx, n);
   int meig = 0, lwork = 0;
   DCALIGN_CUDA(lib::sygvdx_buffer_size(ctx.solver(), ni, S.data(), lda, B.data(), ldb, 1, ki, &meig,
                                        W, &lwork));
