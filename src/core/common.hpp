@@ -77,20 +77,14 @@ struct SvdPath {
 };
 
 /// Top-k singular triplets of W (as Primitives::svd_topk) by the algorithm `opts` names; gram
-/// forms K with gram_of and runs gram_topk, falling back to the exact SVD.
+/// runs gram_topk on `gram` (W's Gram matrix as gram_of forms it, when the caller holds it) or
+/// on a K it forms, falling back to the exact SVD.
 template <typename T>
 SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
-                 MatrixView<T> U, MatrixView<T> V);
+                 MatrixView<T> U, MatrixView<T> V, MatrixView<const T> gram = {});
 /// K = W^T W when W has no more columns than rows, else K = W W^T (the smaller Gram matrix).
 template <typename T>
 void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K);
-/// Top-k triplets of W from its Gram matrix K (as gram_of computes it; K is not modified).
-/// Returns algorithm gram on success; algorithm exact, with nothing written, when
-/// sigma_1 / sigma_k exceeds kGramMaxRatio (the caller then runs the exact SVD).
-template <typename T>
-SvdPath gram_topk(Primitives<T>& p, MatrixView<const T> W, MatrixView<const T> K, index_t k, T* s,
-                  MatrixView<T> U, MatrixView<T> V);
-
 /// Top-l left singular vectors U of W = [A_1 ... A_c] into U (a x l, backend memory), by
 /// AlignOptions::svd; records the path in the report. `gram`, when given, is W's Gram matrix
 /// (gram_of) that the caller already holds.

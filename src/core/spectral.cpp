@@ -51,8 +51,9 @@ void orthonormal_columns(Primitives<T>& p, MatrixView<const T> M, const std::vec
          T(0), out);
 }
 
-}  // namespace
-
+/// Top-k triplets of W from its Gram matrix K (as gram_of computes it; K is not modified).
+/// Returns algorithm gram on success; algorithm exact, with nothing written, when K is not
+/// finite or sigma_1 / sigma_k exceeds kGramMaxRatio (topk_svd then runs the exact SVD).
 template <typename T>
 SvdPath gram_topk(Primitives<T>& p, MatrixView<const T> W, MatrixView<const T> K, index_t k, T* s,
                   MatrixView<T> U, MatrixView<T> V) {
@@ -96,6 +97,8 @@ SvdPath gram_topk(Primitives<T>& p, MatrixView<const T> W, MatrixView<const T> K
   return path;
 }
 
+}  // namespace
+
 template <typename T>
 void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K) {
   p.syrk(W.cols() <= W.rows() ? Op::trans : Op::none, T(1), W, T(0), K);
@@ -103,26 +106,26 @@ void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K) {
 
 template <typename T>
 SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
-                 MatrixView<T> U, MatrixView<T> V) {
-  if (opts.algorithm == SvdAlgorithm::gram) {
-    const index_t g = std::min(W.rows(), W.cols());
-    Buffer<T> kb = p.allocate(g * g);
-    MatrixView<T> K(kb.data(), g, g);
-    gram_of(p, W, K);
-    const SvdPath path = gram_topk(p, W, MatrixView<const T>(K), k, s, U, V);
-    if (path.algorithm == SvdAlgorithm::gram) return path;
-    SvdOptions exact = opts;
-    exact.algorithm = SvdAlgorithm::exact;
-    p.svd_topk(W, k, exact, s, U, V);
-    SvdPath fallback;
-    fallback.algorithm = SvdAlgorithm::exact;
-    fallback.gram_fallback = true;
-    fallback.ratio = path.ratio;
-    return fallback;
+                 MatrixView<T> U, MatrixView<T> V, MatrixView<const T> gram) {
+  if (opts.algorithm != SvdAlgorithm::gram) {
+    p.svd_topk(W, k, opts, s, U, V);
+    SvdPath path;
+    path.algorithm = opts.algorithm;
+    return path;
   }
-  p.svd_topk(W, k, opts, s, U, V);
-  SvdPath path;
-  path.algorithm = opts.algorithm;
+  Buffer<T> kb;
+  if (!gram.data()) {
+    const index_t g = std::min(W.rows(), W.cols());
+    kb = p.allocate(g * g);
+    gram_of(p, W, MatrixView<T>(kb.data(), g, g));
+    gram = MatrixView<const T>(kb.data(), g, g);
+  }
+  SvdPath path = gram_topk(p, W, gram, k, s, U, V);
+  if (path.algorithm == SvdAlgorithm::gram) return path;
+  SvdOptions exact = opts;  // gram_topk wrote nothing: the exact SVD, recorded as the fallback
+  exact.algorithm = SvdAlgorithm::exact;
+  p.svd_topk(W, k, exact, s, U, V);
+  path.gram_fallback = true;
   return path;
 }
 
@@ -134,12 +137,10 @@ std::string SvdPath::describe() const {
   return buf;
 }
 
-#define DCALIGN_INSTANTIATE_SPECTRAL(T)                                                            \
-  template SvdPath gram_topk<T>(Primitives<T>&, MatrixView<const T>, MatrixView<const T>, index_t, \
-                                T*, MatrixView<T>, MatrixView<T>);                                 \
-  template void gram_of<T>(Primitives<T>&, MatrixView<const T>, MatrixView<T>);                    \
-  template SvdPath topk_svd<T>(Primitives<T>&, MatrixView<const T>, index_t, const SvdOptions&,    \
-                               T*, MatrixView<T>, MatrixView<T>);
+#define DCALIGN_INSTANTIATE_SPECTRAL(T)                                                         \
+  template void gram_of<T>(Primitives<T>&, MatrixView<const T>, MatrixView<T>);                 \
+  template SvdPath topk_svd<T>(Primitives<T>&, MatrixView<const T>, index_t, const SvdOptions&, \
+                               T*, MatrixView<T>, MatrixView<T>, MatrixView<const T>);
 DCALIGN_INSTANTIATE_SPECTRAL(float)
 DCALIGN_INSTANTIATE_SPECTRAL(double)
 

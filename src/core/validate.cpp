@@ -118,13 +118,9 @@ void check_rank(const std::vector<T>& ratio, double tolerance, const std::string
 template <typename T>
 void spectral_basis(Context<T>& ctx, MatrixView<T> U, MatrixView<const T> gram) {
   std::vector<T> s(static_cast<size_t>(ctx.dim()));
-  const auto W = ctx.A.concatenated();
-  SvdPath path;
-  if (gram.data() && ctx.opts.svd.algorithm == SvdAlgorithm::gram)
-    path = gram_topk(ctx.p, W, gram, ctx.dim(), s.data(), U, MatrixView<T>());
-  if (path.algorithm != SvdAlgorithm::gram)
-    path = topk_svd(ctx.p, W, ctx.dim(), ctx.opts.svd, s.data(), U, MatrixView<T>());
-  ctx.report.svd = path.describe();
+  ctx.report.svd = topk_svd(ctx.p, ctx.A.concatenated(), ctx.dim(), ctx.opts.svd, s.data(), U,
+                            MatrixView<T>(), gram)
+                       .describe();
   if (!(s.back() > T(0)))
     throw InvalidInput("the concatenated anchor [A_1 ... A_c] has rank below l = " +
                        std::to_string(ctx.dim()) + "; no l-dimensional target exists");
