@@ -74,6 +74,15 @@ def paper_cells(dataset, model):
     return cells
 
 
+def grouped(result, metric, keys, scale=1.0):
+    """{(record[k] for k in keys): [scale * value, ...]} over the records of one metric."""
+    values = defaultdict(list)
+    for r in result["records"]:
+        if r["metric"] == metric:
+            values[tuple(r[k] for k in keys)].append(scale * r["value"])
+    return values
+
+
 def mean_ci(values):
     """Mean and half-width of the 95% t interval (0 for a single value)."""
     n = len(values)
@@ -87,10 +96,7 @@ def mean_ci(values):
 def compare(result, tolerance=2.0):
     """Rows (model, condition, method, ours, ci, paper, delta, flagged) for accuracy records."""
     dataset = result["config"]["dataset"]
-    values = defaultdict(list)
-    for r in result["records"]:
-        if r["metric"] == "accuracy":
-            values[(r["model"], r["condition"], r["method"])].append(100.0 * r["value"])
+    values = grouped(result, "accuracy", ("model", "condition", "method"), scale=100.0)
     rows = []
     for (model, cond, method), vals in sorted(values.items()):
         paper = paper_cells(dataset, model).get((cond, method))
@@ -120,10 +126,7 @@ def markdown(result, rows, tolerance):
 def compare_nri(result, tolerance=0.02):
     """Rows (table, model, method, ours, ci, paper, delta, flagged) of mean ROC-AUC per cell."""
     dataset = result["config"]["dataset"]
-    values = defaultdict(list)
-    for r in result["records"]:
-        if r["metric"] == "roc_auc":
-            values[(r["model"], r["method"])].append(r["value"])
+    values = grouped(result, "roc_auc", ("model", "method"))
     rows = []
     for (model, method), vals in sorted(values.items()):
         entry = NRI_TABLES.get((dataset, model))
@@ -167,10 +170,7 @@ def compare_times(result):
     if entry is None:
         return []
     table, means, _ = entry
-    values = defaultdict(list)
-    for r in result["records"]:
-        if r["metric"] == "align_seconds":
-            values[r["method"]].append(r["value"])
+    values = {m: v for (m,), v in grouped(result, "align_seconds", ("method",)).items()}
     rows = []
     for method, paper in zip(NRI_COLUMNS[2:], means):
         if method in values:

@@ -141,31 +141,33 @@ def plot(rows, out):
     fig.savefig(os.path.join(out, "fig4_break_even_heatmaps.png"), dpi=120)
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(6, 4.2), constrained_layout=True)
-    for p in CURVE_P:
-        pts = select(rows, "fig5a", p=p)
-        ax.plot([r[3] for r in pts], [r[4] for r in pts], label="p = %g" % p)
-    ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("model parameters N")
-    ax.set_ylabel("break-even rounds R*")
-    ax.set_title("R* against N (n = 1000, a = 1000, m = 784, l = 100, gamma = c)", fontsize=10)
-    ax.legend()
-    fig.savefig(os.path.join(out, "fig5a_break_even_vs_parameters.png"), dpi=120)
-    plt.close(fig)
+    line_figure(out, "fig5a_break_even_vs_parameters.png",
+                [("p = %g" % p, [(r[3], r[4]) for r in select(rows, "fig5a", p=p)])
+                 for p in CURVE_P],
+                "model parameters N", True,
+                "R* against N (n = 1000, a = 1000, m = 784, l = 100, gamma = c)")
+    line_figure(out, "fig5b_break_even_vs_participation.png",
+                [("N = %.2g" % N, [(r[1], r[4]) for r in select(rows, "fig5b", N=N)])
+                 for N in CURVE_N],
+                "participation fraction p", False,
+                "R* against p (n = 1000, a = 1000, m = 784, l = 100, gamma = c)")
 
+
+def line_figure(out, name, curves, xlabel, xlog, title):
+    """One panel of R* curves [(label, [(x, R*), ...]), ...] with the R* = 1 line, as a PNG."""
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(6, 4.2), constrained_layout=True)
-    for N in CURVE_N:
-        pts = select(rows, "fig5b", N=N)
-        ax.plot([r[1] for r in pts], [r[4] for r in pts], label="N = %.2g" % N)
+    for label, pts in curves:
+        ax.plot([x for x, _ in pts], [y for _, y in pts], label=label)
     ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+    if xlog:
+        ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("participation fraction p")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("break-even rounds R*")
-    ax.set_title("R* against p (n = 1000, a = 1000, m = 784, l = 100, gamma = c)", fontsize=10)
+    ax.set_title(title, fontsize=10)
     ax.legend()
-    fig.savefig(os.path.join(out, "fig5b_break_even_vs_participation.png"), dpi=120)
+    fig.savefig(os.path.join(out, name), dpi=120)
     plt.close(fig)
 
 
