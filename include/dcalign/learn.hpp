@@ -14,6 +14,7 @@
 //
 // LibTorch, LIBSVM and XGBoost stay behind this header: including it needs none of them.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -146,6 +147,9 @@ class Model {
   virtual void fit_impl(const Matrix<double>& X, const std::vector<double>& y) = 0;
   virtual std::vector<double> predict_impl(const Matrix<double>& X) const = 0;
   virtual Matrix<double> predict_proba_impl(const Matrix<double>& X) const = 0;
+  /// For a model assembled from trained parameters instead of by fit() (FedAvg's central model):
+  /// sets what fit() sets and marks the model fitted.
+  void set_trained(int num_classes, index_t num_features);
   // Set by fit() before fit_impl() runs, so the hooks can read them.
   int num_classes_ = 0;
   index_t num_features_ = 0;
@@ -159,6 +163,63 @@ class Model {
 /// "mlp", "logreg", "svm", "knn" or "forest". Throws InvalidInput for an unknown name or invalid
 /// options, BackendError for an unavailable device.
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options = {});
+
+// ---------------------------------------------------------------------------------------------
+// Federated averaging (FedAvg; McMahan et al. 2017, as paper 002 section 3.3 runs it): the
+// central MLP (ModelOptions::mlp's layers, Adam settings and L2 penalty) is initialised from the
+// seed exactly as an MLP fit would be and sent to the participating clients; each trains it for
+// E local epochs of mini-batches of B on its own rows; the server sets the central weights to
+// the n_k-weighted mean of the returned ones; R rounds. Details the papers leave open:
+//  * Optimiser: Adam with MlpOptions' step size, betas and epsilon (sklearn's / Keras' update,
+//    the one the MLP uses), its moments and step count started afresh at every client in every
+//    round: clients keep no state between rounds, which is what FedAvg assumes when a client may
+//    not be selected again. Paper 002 (Keras) names no optimiser; Adam is Keras' usual choice
+//    and keeps FedAvg and the central/DC MLP on the same optimiser.
+//  * Randomness: one stream from ModelOptions::seed draws the initial weights and then every
+//    client's epoch shuffles, clients in increasing index within a round; the participants of a
+//    round (participation < 1) come from a separate stream. So one round with one client and
+//    E epochs gives exactly the weights of an MLP fit of E epochs without early stopping.
+//  * Averaging: in double precision over the participants, weights n_k / sum of their n_k,
+//    then rounded to the training precision once.
+//  * No early stopping (MlpOptions::early_stopping, tol and max_epochs do not apply).
+struct FedAvgOptions {
+  int rounds = 24;             ///< R >= 1
+  int local_epochs = 1;        ///< E >= 1
+  int batch_size = 32;         ///< B >= 1, clipped to a client's rows
+  double participation = 1.0;  ///< p in (0, 1]: max(1, round(p c)) clients drawn per round
+  /// Keep each participant's returned weights in FedAvgRound::client_parameters (for tests and
+  /// diagnostics; costs c copies of the model per round).
+  bool record_client_parameters = false;
+};
+
+/// One round as it happened. Byte counts are those of the parameter tensors actually copied
+/// between the central model and the clients (element count x element size).
+struct FedAvgRound {
+  int round = 0;                      ///< 1-based
+  std::vector<index_t> participants;  ///< client indices, increasing
+  /// n_k-weighted mean over the participants of their last local epoch's mean training loss.
+  double train_loss = 0.0;
+  double downlink_bytes = 0.0;  ///< central -> clients, this round
+  double uplink_bytes = 0.0;    ///< clients -> central, this round
+  /// Flattened as Model::parameters(), one per participant, when record_client_parameters.
+  std::vector<std::vector<double>> client_parameters;
+};
+
+/// Called after every round with the round and the central model as it now is (fitted: it can
+/// predict, e.g. to record training and test curves).
+using FedAvgCallback = std::function<void(const FedAvgRound&, const Model& central)>;
+
+/// Throws InvalidInput naming the option that is out of range (R, E, B or p).
+void validate(const FedAvgOptions& options);
+
+/// Runs FedAvg over the clients' rows X[k] (n_k x d, the same d for all) and labels y[k] and
+/// returns the central model (an "mlp"). Validates everything before training: options, client
+/// count, shapes, finite features and labels (naming the client). Regression (num_classes = 0)
+/// is supported as for the MLP.
+std::unique_ptr<Model> fit_fedavg(const std::vector<Matrix<double>>& X,
+                                  const std::vector<std::vector<double>>& y, int num_classes,
+                                  const ModelOptions& model_options, const FedAvgOptions& options,
+                                  const FedAvgCallback& after_round = {});
 
 /// Whether LibTorch in this build can use a CUDA device.
 bool cuda_available();

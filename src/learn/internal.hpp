@@ -3,6 +3,7 @@
 // torch_models.cpp, LIBSVM to svm.cpp and XGBoost to forest.cpp; this header includes none.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dcalign/learn.hpp"
 
@@ -15,6 +16,12 @@ std::unique_ptr<Model> make_logreg(const ModelOptions& options);
 std::unique_ptr<Model> make_svm(const ModelOptions& options);
 std::unique_ptr<Model> make_knn(const ModelOptions& options);
 std::unique_ptr<Model> make_forest(const ModelOptions& options);
+
+// The checks of Model::fit on a training set (shape, finite features, valid labels), with
+// `where` leading every message; and make_model's check of the options of model `kind`.
+void check_training_data(const Matrix<double>& X, const std::vector<double>& y, int num_classes,
+                         const std::string& where);
+void validate_options(const std::string& kind, const ModelOptions& options);
 
 // ModelOptions::threads resolved: the given count, or all hardware threads when it is 0.
 int resolve_threads(int requested);

@@ -30,6 +30,29 @@ void check_finite(const Matrix<double>& X, const std::string& where) {
 
 void Model::fit(const Matrix<double>& X, const std::vector<double>& y, int num_classes) {
   const std::string where = name() + ".fit";
+  if (num_classes == 0 && !supports_regression())
+    throw InvalidInput(where + ": num_classes = 0 asks for regression, which " + name() +
+                       " does not do; expected num_classes >= 2");
+  detail::check_training_data(X, y, num_classes, where);
+  // A failed refit must not leave a half-trained model that claims to be fitted.
+  fitted_ = false;
+  num_classes_ = num_classes;
+  num_features_ = X.cols();
+  info_ = FitInfo();
+  fit_impl(X, y);
+  fitted_ = true;
+}
+
+void Model::set_trained(int num_classes, index_t num_features) {
+  num_classes_ = num_classes;
+  num_features_ = num_features;
+  fitted_ = true;
+}
+
+namespace detail {
+
+void check_training_data(const Matrix<double>& X, const std::vector<double>& y, int num_classes,
+                         const std::string& where) {
   if (X.rows() < 1 || X.cols() < 1)
     throw InvalidInput(where + ": X is " + std::to_string(X.rows()) + " x " +
                        std::to_string(X.cols()) + "; expected at least one sample and feature");
@@ -39,9 +62,6 @@ void Model::fit(const Matrix<double>& X, const std::vector<double>& y, int num_c
   if (num_classes < 0 || num_classes == 1)
     throw InvalidInput(where + ": num_classes = " + std::to_string(num_classes) +
                        "; expected 0 (regression) or at least 2 classes");
-  if (num_classes == 0 && !supports_regression())
-    throw InvalidInput(where + ": num_classes = 0 asks for regression, which " + name() +
-                       " does not do; expected num_classes >= 2");
   check_finite(X, where);
   for (size_t i = 0; i < y.size(); ++i) {
     const double v = y[i];
@@ -54,14 +74,9 @@ void Model::fit(const Matrix<double>& X, const std::vector<double>& y, int num_c
                          "; expected a class index in 0.." + std::to_string(num_classes - 1));
     }
   }
-  // A failed refit must not leave a half-trained model that claims to be fitted.
-  fitted_ = false;
-  num_classes_ = num_classes;
-  num_features_ = X.cols();
-  info_ = FitInfo();
-  fit_impl(X, y);
-  fitted_ = true;
 }
+
+}  // namespace detail
 
 void Model::check_predict_input(const Matrix<double>& X, const char* call) const {
   const std::string where = name() + "." + call;
@@ -104,7 +119,11 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw InvalidInput("make_model: " + what);
 }
 
-void validate(const std::string& kind, const ModelOptions& o) {
+}  // namespace
+
+namespace detail {
+
+void validate_options(const std::string& kind, const ModelOptions& o) {
   require(o.threads >= 0, "threads = " + std::to_string(o.threads) +
                               "; expected 0 (all cores) or a positive count");
   if (kind == "mlp") {
@@ -151,10 +170,23 @@ void validate(const std::string& kind, const ModelOptions& o) {
   }
 }
 
-}  // namespace
+}  // namespace detail
+
+void validate(const FedAvgOptions& o) {
+  const auto check = [](bool ok, const std::string& what) {
+    if (!ok) throw InvalidInput("fedavg: " + what);
+  };
+  check(o.rounds >= 1, "rounds R = " + std::to_string(o.rounds) + "; expected at least one round");
+  check(o.local_epochs >= 1,
+        "local_epochs E = " + std::to_string(o.local_epochs) + "; expected at least one epoch");
+  check(o.batch_size >= 1,
+        "batch_size B = " + std::to_string(o.batch_size) + "; expected a positive batch size");
+  check(std::isfinite(o.participation) && o.participation > 0 && o.participation <= 1,
+        "participation p = " + fmt(o.participation) + "; expected a fraction in (0, 1]");
+}
 
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options) {
-  validate(kind, options);
+  detail::validate_options(kind, options);
   if (kind == "mlp") return detail::make_mlp(options);
   if (kind == "logreg") return detail::make_logreg(options);
   if (kind == "svm") return detail::make_svm(options);

@@ -7,7 +7,9 @@
 // matters beyond speed: with an L2 penalty a single logit is not the same model as two.
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <string>
 #include <vector>
@@ -134,6 +136,67 @@ struct Layers {
   }
 };
 
+// sklearn's (and Keras') Adam: its update differs from torch::optim::Adam in where epsilon
+// enters,
+//   p -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps),
+// so it is written out here rather than borrowed.
+struct Adam {
+  std::vector<torch::Tensor> mom, vel;
+  int64_t step = 0;
+
+  explicit Adam(const std::vector<torch::Tensor>& params) {
+    for (const auto& p : params) {
+      mom.push_back(torch::zeros_like(p).detach());
+      vel.push_back(torch::zeros_like(p).detach());
+    }
+  }
+};
+
+// Fisher-Yates with the model's own generator, so that shuffles do not depend on the device.
+void shuffle(std::vector<int64_t>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+// One pass over (Xt, yt) in mini-batches of `batch` rows, in the order of `perm` after
+// shuffling it with rng; returns the mean training loss (penalty included) over the pass.
+double train_epoch(const Layers& layers, std::vector<torch::Tensor>& params, Adam& adam,
+                   const MlpOptions& m, const torch::Tensor& Xt, const torch::Tensor& yt,
+                   int num_classes, index_t batch, std::vector<int64_t>& perm, Rng& rng,
+                   torch::Device device) {
+  const index_t n_train = static_cast<index_t>(perm.size());
+  shuffle(perm, rng);
+  auto perm_t = torch::from_blob(perm.data(), {n_train}, torch::kInt64).to(device);
+  // Accumulated on the device so that a GPU run does not synchronise once per batch.
+  auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+  for (index_t start = 0; start < n_train; start += batch) {
+    const index_t nb = std::min(batch, n_train - start);
+    auto idx = perm_t.slice(0, start, start + nb);
+    auto out = layers.forward(Xt.index_select(0, idx));
+    auto loss = data_loss(out, yt.index_select(0, idx), num_classes);
+    // sklearn's penalty: alpha/2 * sum of squared weights (not intercepts) / batch size.
+    if (m.alpha > 0) {
+      torch::Tensor sq = torch::zeros({}, out.options());
+      for (const auto& w : layers.W) sq = sq + w.pow(2).sum();
+      loss = loss + (0.5 * m.alpha / static_cast<double>(nb)) * sq;
+    }
+    auto grads = torch::autograd::grad({loss}, params);
+    ++adam.step;
+    const double lr_t = m.learning_rate *
+                        std::sqrt(1.0 - std::pow(m.beta2, static_cast<double>(adam.step))) /
+                        (1.0 - std::pow(m.beta1, static_cast<double>(adam.step)));
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t k = 0; k < params.size(); ++k) {
+        adam.mom[k].mul_(m.beta1).add_(grads[k], 1.0 - m.beta1);
+        adam.vel[k].mul_(m.beta2).addcmul_(grads[k], grads[k], 1.0 - m.beta2);
+        params[k].addcdiv_(adam.mom[k], adam.vel[k].sqrt().add_(m.epsilon), -lr_t);
+      }
+      loss_sum += loss.detach().to(torch::kFloat64) * static_cast<double>(nb);
+    }
+  }
+  return loss_sum.item<double>() / static_cast<double>(n_train);
+}
+
 // Base for the two LibTorch models: device, threads and prediction from a Layers stack.
 class TorchModel : public Model {
  public:
@@ -173,6 +236,11 @@ class Mlp final : public TorchModel {
     dtype_ = o.mlp.float64 ? torch::kFloat64 : torch::kFloat32;
   }
   std::string name() const override { return "mlp"; }
+
+  /// FedAvg's central model: runs the whole protocol in place of fit().
+  void fit_federated(const std::vector<Matrix<double>>& X,
+                     const std::vector<std::vector<double>>& y, int num_classes,
+                     const FedAvgOptions& fo, const FedAvgCallback& after_round);
 
  protected:
   void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override;
@@ -242,9 +310,6 @@ void Mlp::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
   // not stratified, subset.
   std::vector<int64_t> order(static_cast<size_t>(n));
   for (index_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-  auto shuffle = [&rng](std::vector<int64_t>& v) {
-    for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
-  };
   index_t n_val = 0;
   if (m.early_stopping) {
     n_val = static_cast<index_t>(std::ceil(m.validation_fraction * static_cast<double>(n)));
@@ -252,7 +317,7 @@ void Mlp::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
       throw InvalidInput("mlp.fit: " + std::to_string(n) +
                          " samples leave none for training "
                          "after the early-stopping validation split; expected more samples");
-    shuffle(order);
+    shuffle(order, rng);
   }
   const index_t n_train = n - n_val;
   auto rows_of = [&](index_t begin, index_t count) {
@@ -273,17 +338,8 @@ void Mlp::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
   X_all = torch::Tensor();
   y_all = torch::Tensor();
 
-  // Adam state. sklearn's update differs from torch::optim::Adam in where epsilon enters:
-  //   p -= lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)
-  // so it is written out here rather than borrowed.
   auto params = layers_.all();
-  std::vector<torch::Tensor> mom, vel;
-  for (const auto& p : params) {
-    mom.push_back(torch::zeros_like(p).detach());
-    vel.push_back(torch::zeros_like(p).detach());
-  }
-  int64_t step = 0;
-
+  Adam adam(params);
   const index_t batch = std::min<index_t>(std::max(m.batch_size, 1), n_train);
   std::vector<int64_t> perm(static_cast<size_t>(n_train));
   for (index_t i = 0; i < n_train; ++i) perm[static_cast<size_t>(i)] = i;
@@ -293,37 +349,8 @@ void Mlp::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
   Layers best;
   int no_improvement = 0;
   for (int epoch = 0; epoch < m.max_epochs; ++epoch) {
-    shuffle(perm);
-    auto perm_t = torch::from_blob(perm.data(), {n_train}, torch::kInt64).to(device_);
-    // Accumulated on the device so that a GPU run does not synchronise once per batch.
-    auto loss_sum = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
-    for (index_t start = 0; start < n_train; start += batch) {
-      const index_t nb = std::min(batch, n_train - start);
-      auto idx = perm_t.slice(0, start, start + nb);
-      auto out = layers_.forward(Xt.index_select(0, idx));
-      auto loss = data_loss(out, yt.index_select(0, idx), num_classes_);
-      // sklearn's penalty: alpha/2 * sum of squared weights (not intercepts) / batch size.
-      if (m.alpha > 0) {
-        torch::Tensor sq = torch::zeros({}, out.options());
-        for (const auto& w : layers_.W) sq = sq + w.pow(2).sum();
-        loss = loss + (0.5 * m.alpha / static_cast<double>(nb)) * sq;
-      }
-      auto grads = torch::autograd::grad({loss}, params);
-      ++step;
-      const double lr_t = m.learning_rate *
-                          std::sqrt(1.0 - std::pow(m.beta2, static_cast<double>(step))) /
-                          (1.0 - std::pow(m.beta1, static_cast<double>(step)));
-      {
-        torch::NoGradGuard no_grad;
-        for (size_t k = 0; k < params.size(); ++k) {
-          mom[k].mul_(m.beta1).add_(grads[k], 1.0 - m.beta1);
-          vel[k].mul_(m.beta2).addcmul_(grads[k], grads[k], 1.0 - m.beta2);
-          params[k].addcdiv_(mom[k], vel[k].sqrt().add_(m.epsilon), -lr_t);
-        }
-        loss_sum += loss.detach().to(torch::kFloat64) * static_cast<double>(nb);
-      }
-    }
-    const double epoch_loss = loss_sum.item<double>() / static_cast<double>(n_train);
+    const double epoch_loss =
+        train_epoch(layers_, params, adam, m, Xt, yt, num_classes_, batch, perm, rng, device_);
     info_.loss_curve.push_back(epoch_loss);
     info_.iterations = epoch + 1;
     // sklearn's _update_no_improvement_count: a gain below tol counts as no improvement, but
@@ -359,6 +386,93 @@ void Mlp::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
   // Prediction needs no autograd bookkeeping on the kept weights.
   for (auto& w : layers_.W) w = w.detach();
   for (auto& b : layers_.b) b = b.detach();
+}
+
+// Bytes of a parameter set as it would travel: element count x element size of each tensor.
+double tensor_bytes(const std::vector<torch::Tensor>& params) {
+  double bytes = 0;
+  for (const auto& p : params)
+    bytes += static_cast<double>(p.numel()) * static_cast<double>(p.element_size());
+  return bytes;
+}
+
+void Mlp::fit_federated(const std::vector<Matrix<double>>& X,
+                        const std::vector<std::vector<double>>& y, int num_classes,
+                        const FedAvgOptions& fo, const FedAvgCallback& after_round) {
+  const MlpOptions& m = opt_.mlp;
+  use_threads();
+  torch::manual_seed(opt_.seed);
+  Rng rng(opt_.seed);  // the initial weights, then every client's shuffles (see learn.hpp)
+  const index_t d = X.front().cols();
+  info_ = FitInfo();
+  set_trained(num_classes, d);  // init_layers reads num_classes_; the model predicts every round
+  init_layers(d, rng);
+  const size_t c = X.size();
+  std::vector<torch::Tensor> Xc, yc;
+  for (size_t k = 0; k < c; ++k) {
+    Xc.push_back(to_tensor(X[k], dtype_, device_));
+    yc.push_back(target_tensor(y[k], num_classes_, dtype_, device_));
+  }
+  const size_t per_round = std::clamp<size_t>(
+      static_cast<size_t>(std::llround(fo.participation * static_cast<double>(c))), 1, c);
+  Rng pick = Rng::stream(opt_.seed, 0xFEDA);  // participants only: the shuffles stay as above
+  std::vector<index_t> everyone(c);
+  for (size_t k = 0; k < c; ++k) everyone[k] = static_cast<index_t>(k);
+  for (int r = 1; r <= fo.rounds; ++r) {
+    FedAvgRound round;
+    round.round = r;
+    if (per_round == c) {
+      round.participants = everyone;
+    } else {  // the first per_round entries of a partial Fisher-Yates shuffle
+      std::vector<index_t> pool = everyone;
+      for (size_t i = 0; i < per_round; ++i) std::swap(pool[i], pool[i + pick.below(c - i)]);
+      round.participants.assign(pool.begin(),
+                                pool.begin() + static_cast<std::ptrdiff_t>(per_round));
+      std::sort(round.participants.begin(), round.participants.end());
+    }
+    double total = 0;
+    for (index_t k : round.participants) total += static_cast<double>(X[k].rows());
+    const auto central = layers_.all();
+    std::vector<torch::Tensor> sum;
+    for (const auto& p : central) sum.push_back(torch::zeros_like(p, torch::kFloat64));
+    for (index_t k : round.participants) {
+      Layers local = layers_.clone();  // the copy sent to client k
+      for (auto* part : {&local.W, &local.b})
+        for (auto& t : *part) t.requires_grad_(true);
+      auto params = local.all();
+      round.downlink_bytes += tensor_bytes(params);
+      Adam adam(params);  // fresh at every client and round: clients keep no state
+      const index_t n_k = X[k].rows();
+      const index_t batch = std::min<index_t>(std::max(fo.batch_size, 1), n_k);
+      std::vector<int64_t> perm(static_cast<size_t>(n_k));
+      for (index_t i = 0; i < n_k; ++i) perm[static_cast<size_t>(i)] = i;
+      double loss = 0;
+      for (int e = 0; e < fo.local_epochs; ++e) {
+        loss = train_epoch(local, params, adam, m, Xc[k], yc[k], num_classes_, batch, perm, rng,
+                           device_);
+        if (!std::isfinite(loss))
+          throw NumericalError("fedavg: client " + std::to_string(k) + "'s training loss became " +
+                               std::to_string(loss) + " in round " + std::to_string(r) +
+                               ", local epoch " + std::to_string(e + 1) +
+                               "; the learning rate may be too large for unscaled inputs");
+      }
+      round.uplink_bytes += tensor_bytes(params);  // what client k returns
+      const double weight = static_cast<double>(n_k) / total;
+      round.train_loss += weight * loss;
+      torch::NoGradGuard no_grad;
+      for (size_t j = 0; j < params.size(); ++j)
+        sum[j].add_(params[j].detach().to(torch::kFloat64), weight);
+      if (fo.record_client_parameters) round.client_parameters.push_back(local.flat());
+    }
+    const size_t layers = layers_.W.size();
+    for (size_t l = 0; l < layers; ++l) {
+      layers_.W[l] = sum[l].to(dtype_);
+      layers_.b[l] = sum[layers + l].to(dtype_);
+    }
+    info_.loss_curve.push_back(round.train_loss);
+    info_.iterations = r;
+    if (after_round) after_round(round, *this);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,4 +540,32 @@ std::unique_ptr<Model> make_logreg(const ModelOptions& options) {
 }
 
 }  // namespace detail
+
+std::unique_ptr<Model> fit_fedavg(const std::vector<Matrix<double>>& X,
+                                  const std::vector<std::vector<double>>& y, int num_classes,
+                                  const ModelOptions& model_options, const FedAvgOptions& options,
+                                  const FedAvgCallback& after_round) {
+  detail::validate_options("mlp", model_options);
+  validate(options);
+  if (X.empty()) throw InvalidInput("fedavg: no clients; expected at least one");
+  if (y.size() != X.size())
+    throw InvalidInput("fedavg: " + std::to_string(X.size()) + " clients' features but " +
+                       std::to_string(y.size()) +
+                       " clients' labels; expected one label vector "
+                       "per client");
+  if (num_classes < 0 || num_classes == 1)
+    throw InvalidInput("fedavg: num_classes = " + std::to_string(num_classes) +
+                       "; expected 0 (regression) or at least 2 classes");
+  for (size_t k = 0; k < X.size(); ++k) {
+    detail::check_training_data(X[k], y[k], num_classes, "fedavg, client " + std::to_string(k));
+    if (X[k].cols() != X.front().cols())
+      throw InvalidInput("fedavg: client " + std::to_string(k) + " has " +
+                         std::to_string(X[k].cols()) + " features; expected " +
+                         std::to_string(X.front().cols()) + " as client 0");
+  }
+  auto model = std::make_unique<Mlp>(model_options);
+  model->fit_federated(X, y, num_classes, options, after_round);
+  return model;
+}
+
 }  // namespace dcalign::learn
