@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dcalign/learn.hpp"
@@ -115,6 +116,14 @@ struct Config {
   std::optional<double> rdp_eta, gopp_tolerance;
   /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
   std::string kawakami_form = "qr-svd";
+  /// FedAvg (learn::fit_fedavg), method "fedavg" in `methods`, protocol "dc" only: the MLP of
+  /// model_options.mlp trained by federated averaging over the users' raw training rows and
+  /// scored on the test data as Central is. Read from the file's [fedavg] section. Each
+  /// configuration "<E>E<B>B" (paper 002's 1E32B: E = 1 local epoch, batch B = 32) runs as its
+  /// own method "fedavg-<E>E<B>B" with fedavg_rounds rounds and participation fraction p.
+  std::vector<std::string> fedavg_configurations = {"1E32B"};
+  int fedavg_rounds = 24;                     ///< R >= 1
+  double fedavg_participation = 1.0;          ///< p in (0, 1]
   std::vector<std::string> models = {"svm"};  ///< svm | mlp | logreg | knn | forest
   /// accuracy | roc_auc | pr_auc | rmse. AUC metrics make the SVM fit probability outputs.
   std::vector<std::string> metrics = {"accuracy"};
@@ -150,9 +159,25 @@ struct Record {
   double seconds = 0.0;  ///< training + evaluation time of this model
 };
 
+/// One FedAvg round of one trial: the curves paper 002 plots against rounds. The test value is
+/// the config's first metric on the test data as the method's final record scores it.
+struct RoundRecord {
+  index_t trial = 0;
+  std::string method;           ///< "fedavg-<E>E<B>B"
+  int round = 0;                ///< 1-based
+  double train_loss = 0.0;      ///< n_k-weighted mean of the clients' last local epoch losses
+  double train_accuracy = 0.0;  ///< central model on all users' training rows (NaN: regression)
+  double test_value = 0.0;
+  double downlink_bytes = 0.0, uplink_bytes = 0.0;  ///< counted from the tensors exchanged
+};
+
+/// Parses "<E>E<B>B" (E, B positive integers, e.g. "1E32B") into (E, B); throws InvalidInput.
+std::pair<int, int> parse_fedavg_configuration(const std::string& name);
+
 struct Result {
   Config config;
   std::vector<Record> records;
+  std::vector<RoundRecord> rounds;  ///< FedAvg's per-round curves
   double wall_seconds = 0.0;
   std::string machine;  ///< CPU model and thread counts
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "dcalign/error.hpp"
 #include "dcalign/random.hpp"
 
 namespace dcalign::experiment {
@@ -14,6 +15,26 @@ const std::set<std::string>& align_method_names() {
 }
 
 bool is_align_method(const std::string& method) { return align_method_names().count(method) > 0; }
+
+std::pair<int, int> parse_fedavg_configuration(const std::string& name) {
+  // <E>E<B>B: two runs of digits, each ending in its letter.
+  const auto bad = [&name](const std::string& why) {
+    return InvalidInput("FedAvg configuration \"" + name + "\" " + why +
+                        "; expected <E>E<B>B with E local epochs and batch size B, positive "
+                        "integers below 10^6, e.g. \"1E32B\"");
+  };
+  const auto e = name.find('E');
+  if (e == std::string::npos || name.size() < 4 || name.back() != 'B') throw bad("is malformed");
+  const std::string epochs = name.substr(0, e), batch = name.substr(e + 1, name.size() - e - 2);
+  for (const auto* part : {&epochs, &batch}) {
+    if (part->empty() || part->size() > 6 ||
+        !std::all_of(part->begin(), part->end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+      throw bad("is malformed");
+  }
+  const int E = std::stoi(epochs), B = std::stoi(batch);
+  if (E < 1 || B < 1) throw bad("has a zero count");
+  return {E, B};
+}
 
 Matrix<double> vstack(const std::vector<Matrix<double>>& parts) {
   index_t rows = 0;

@@ -25,7 +25,39 @@ namespace {
 
 class Reader {
  public:
-  Reader(const toml::table& t, std::string path) : t_(t), path_(std::move(path)) {}
+  /// `prefix` leads every key in messages ("fedavg." for the keys of the [fedavg] section).
+  Reader(const toml::table& t, std::string path, std::string prefix = "")
+      : t_(t), path_(std::move(path)), prefix_(std::move(prefix)) {}
+
+  /// A [section] of the file: its table, or nullptr when absent; anything else is an error.
+  const toml::table* section(const char* key) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return nullptr;
+    if (!n->is_table()) fail(key, "a table (a [section] of keys)");
+    return n->as_table();
+  }
+
+  /// A non-empty array of integers, each within [lo, hi].
+  void integer_list(const char* key, std::vector<int>& out, int lo, int hi) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return;
+    const std::string range =
+        "a non-empty array of integers from " + std::to_string(lo) + " to " + std::to_string(hi);
+    const toml::array* arr = n->as_array();
+    if (!arr || arr->empty()) fail(key, range.c_str());
+    std::vector<int> values;
+    for (const auto& e : *arr) {
+      if (!e.is_integer()) fail(key, range.c_str());
+      const std::int64_t v = e.as_integer()->get();
+      if (v < lo || v > hi)
+        throw InvalidInput("experiment file '" + path_ + "': key '" + prefix_ + key + "' holds " +
+                           std::to_string(v) + ", out of range: expected " + range);
+      values.push_back(static_cast<int>(v));
+    }
+    out = values;
+  }
 
   /// Strings and booleans. Numbers go through integer() or real(), which range-check them.
   template <typename T>
@@ -72,7 +104,7 @@ class Reader {
     if (!n->is_integer()) fail(key, range.c_str());
     const std::int64_t v = n->as_integer()->get();
     if (v < lo || v > hi)
-      throw InvalidInput("experiment file '" + path_ + "': key '" + key +
+      throw InvalidInput("experiment file '" + path_ + "': key '" + prefix_ + key +
                          "' = " + std::to_string(v) + " is out of range: expected " + range);
     out = static_cast<T>(v);
   }
@@ -98,7 +130,7 @@ class Reader {
         std::isfinite(v) && (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
     if (!ok) {
       std::ostringstream os;
-      os << "experiment file '" << path_ << "': key '" << key << "' = " << v
+      os << "experiment file '" << path_ << "': key '" << prefix_ << key << "' = " << v
          << " is out of range: expected " << range.str();
       throw InvalidInput(os.str());
     }
@@ -124,17 +156,18 @@ class Reader {
     for (const auto& [k, v] : t_) {
       const std::string key(k.str());
       if (!seen_.count(key))
-        throw InvalidInput("experiment file '" + path_ + "': unknown key '" + key + "'");
+        throw InvalidInput("experiment file '" + path_ + "': unknown key '" + prefix_ + key + "'");
     }
   }
 
   [[noreturn]] void fail(const char* key, const char* expected) const {
-    throw InvalidInput("experiment file '" + path_ + "': key '" + key + "' must be " + expected);
+    throw InvalidInput("experiment file '" + path_ + "': key '" + prefix_ + key + "' must be " +
+                       expected);
   }
 
  private:
   const toml::table& t_;
-  std::string path_;
+  std::string path_, prefix_;
   std::set<std::string> seen_;
 };
 
@@ -231,18 +264,44 @@ Config load_config(const std::string& path) {
   auto& mo = c.model_options;
   r.integer("mlp_max_epochs", mo.mlp.max_epochs, 1);
   r.integer("mlp_hidden", mo.mlp.hidden_layers[0], 1);
+  // Several hidden layers (paper 002's 512-128 network); mlp_hidden sets a single one.
+  if (t.get("mlp_hidden") && t.get("mlp_hidden_layers"))
+    r.fail("mlp_hidden_layers", "left out when mlp_hidden is given (both set the hidden layers)");
+  r.integer_list("mlp_hidden_layers", mo.mlp.hidden_layers, 1, 1 << 20);
+  r.integer("mlp_n_iter_no_change", mo.mlp.n_iter_no_change, 1);
   r.real("mlp_learning_rate", mo.mlp.learning_rate, 0, true, kInf, false);
   r.real("mlp_alpha", mo.mlp.alpha, 0, false, kInf, false);
   r.integer("mlp_batch_size", mo.mlp.batch_size, 1);
   r.get("mlp_early_stopping", mo.mlp.early_stopping);
   r.real("svm_C", mo.svm.C, 0, true, kInf, false);
+  r.real("svm_gamma", mo.svm.gamma, 0, true, kInf, false);  // unset: sklearn's "scale"
   r.integer("knn_k", mo.knn.k, 1);
   r.integer("forest_trees", mo.forest.n_estimators, 1);
   r.integer("forest_max_depth", mo.forest.max_depth, 0);
   r.real("forest_subsample", mo.forest.subsample, 0, true, 1, false);
   r.real("forest_max_features", mo.forest.max_features, 0, true, 1, false);
   r.get("forest_tree_method", mo.forest.tree_method);
+  if (const toml::table* fed = r.section("fedavg")) {
+    Reader f(*fed, path, "fedavg.");
+    f.get_list("configurations", c.fedavg_configurations);
+    f.integer("rounds", c.fedavg_rounds, 1, 1 << 20);
+    f.real("participation", c.fedavg_participation, 0, true, 1, false);
+    f.reject_unknown();
+    for (const auto& name : c.fedavg_configurations) {
+      try {
+        parse_fedavg_configuration(name);
+      } catch (const InvalidInput& e) {
+        f.fail("configurations",
+               (std::string("a list of \"<E>E<B>B\" names: ") + e.what()).c_str());
+      }
+    }
+  }
   r.reject_unknown();
+  const bool fedavg = std::find(c.methods.begin(), c.methods.end(), "fedavg") != c.methods.end();
+  if (t.get("fedavg") && !fedavg)
+    r.fail("fedavg", "left out unless \"fedavg\" is in methods (the section would do nothing)");
+  if (fedavg && c.protocol != "dc")
+    r.fail("methods", "free of \"fedavg\" unless protocol = \"dc\"");
   // The protocol allocates users x samples_per_user training rows: a product that does not
   // even fit 64 bits is rejected here, by the file's name, rather than overflowing later.
   (void)checked_mul(c.users, c.samples_per_user,

@@ -11,9 +11,11 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "dcalign/align.hpp"
 #include "dcalign/checked.hpp"
+#include "dcalign/comm.hpp"
 #include "dcalign/data.hpp"
 #include "dcalign/privacy.hpp"
 #include "dcalign/random.hpp"
@@ -127,7 +129,7 @@ class Runner {
         if (t > 0) os << ", estimated " << static_cast<int>(el / t * (c_.trials - t)) << " s left";
         progress_(os.str());
       }
-      trial(t, res.records);
+      trial(t, res);
     }
     res.wall_seconds = since(t0);
     return res;
@@ -154,7 +156,9 @@ class Runner {
     kawakami_form_ = parse_kawakami_form(c_.kawakami_form);
     std::set<std::string> all = align_method_names();
     all.insert(kBaselines.begin(), kBaselines.end());
+    all.insert("fedavg");
     check_names(c_.methods, all, "method", "methods");
+    validate_fedavg();
     check_names(c_.models, kModels, "model", "models");
     check_names(c_.metrics, kMetrics, "metric", "metrics");
     if (!kPartitions.count(c_.partition))
@@ -186,6 +190,38 @@ class Runner {
       key_error("emulate_duplicates",
                 "= " + std::to_string(c_.emulate_duplicates) + " must be >= 0 (0: off)");
     validate_privacy();
+  }
+
+  // The [fedavg] keys (load_config checks them too; a Config built in code comes here only).
+  void validate_fedavg() {
+    fedavg_ = std::find(c_.methods.begin(), c_.methods.end(), "fedavg") != c_.methods.end();
+    if (!fedavg_) return;
+    if (nri_) key_error("methods", "names \"fedavg\", which needs protocol \"dc\"");
+    if (c_.fedavg_configurations.empty())
+      key_error("fedavg.configurations", "is empty; expected at least one \"<E>E<B>B\"");
+    std::set<std::string> unique;
+    for (const auto& name : c_.fedavg_configurations) {
+      learn::FedAvgOptions fo = fedavg_options(name);  // throws for a malformed name
+      try {
+        learn::validate(fo);
+      } catch (const InvalidInput& e) {
+        key_error("fedavg", std::string("is invalid: ") + e.what());
+      }
+      if (!unique.insert(name).second)
+        key_error("fedavg.configurations", "names \"" + name + "\" twice");
+    }
+  }
+
+  learn::FedAvgOptions fedavg_options(const std::string& configuration) const {
+    learn::FedAvgOptions fo;
+    try {
+      std::tie(fo.local_epochs, fo.batch_size) = parse_fedavg_configuration(configuration);
+    } catch (const InvalidInput& e) {
+      key_error("fedavg.configurations", std::string("is invalid: ") + e.what());
+    }
+    fo.rounds = c_.fedavg_rounds;
+    fo.participation = c_.fedavg_participation;
+    return fo;
   }
 
   // The DP keys (load_config checks them too; a Config built in code comes here only).
@@ -391,10 +427,17 @@ class Runner {
     return score(h, Y, y, {metric}, train_.num_classes).at(metric);
   }
 
+  // What a DC run exchanges, counted from the arrays (doubles, q = 64): per user the uplink of
+  // X~_i, A_i and y_i, the downlink of G_i; the model h is added per model kind.
+  struct DcTraffic {
+    double uplink = 0, downlink_G = 0;
+    CommModel model;  // eq. 14's inputs, N set per model kind
+  };
+
   void fit_and_record(index_t t, const std::string& cond, const std::string& method,
                       const Matrix<double>& X, const std::vector<double>& y,
                       const Matrix<double>& Y, const std::vector<double>& yY,
-                      std::vector<Record>& out) {
+                      std::vector<Record>& out, const DcTraffic* traffic = nullptr) {
     for (const auto& kind : c_.models) {
       const auto t0 = Clock::now();
       auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(t)));
@@ -403,10 +446,70 @@ class Runner {
       const double secs = since(t0);
       for (const auto& [metric, v] : values)
         out.push_back({t, cond, method, kind, metric, v, secs});
+      // Parametric models only (mlp, logreg): the comparison with FedAvg's model updates.
+      const double N = static_cast<double>(h->parameters().size());
+      if (traffic && N > 0) {
+        CommModel cm = traffic->model;
+        cm.model_parameters = N;
+        const double users = static_cast<double>(c_.users);
+        out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
+        out.push_back({t, cond, method, kind, "downlink_bytes",
+                       traffic->downlink_G + users * N * sizeof(double), 0});
+        out.push_back(
+            {t, cond, method, kind, "predicted_bytes", estimate_communication(cm).dc_bytes, 0});
+      }
     }
   }
 
-  void trial(index_t t, std::vector<Record>& out) {
+  // FedAvg on the users' raw training rows, scored on the test data as Central is; one method
+  // per configuration "<E>E<B>B", with its per-round curves and the bytes it exchanged.
+  void fedavg(index_t t, const Split& sp, Result& res) {
+    const Matrix<double> X_all = vstack(sp.X), Y_all = vstack(sp.Y);
+    const std::vector<double> y_all = concat(sp.y), yY_all = concat(sp.yY);
+    const int K = static_cast<int>(train_.num_classes);
+    for (const auto& configuration : c_.fedavg_configurations) {
+      const learn::FedAvgOptions fo = fedavg_options(configuration);
+      const std::string method = "fedavg-" + configuration;
+      const auto t0 = Clock::now();
+      double curve_seconds = 0, downlink = 0, uplink = 0;
+      const auto after_round = [&](const learn::FedAvgRound& r, const learn::Model& h) {
+        const auto e0 = Clock::now();
+        RoundRecord rr;
+        rr.trial = t;
+        rr.method = method;
+        rr.round = r.round;
+        rr.train_loss = r.train_loss;
+        rr.train_accuracy = K > 0 ? learn::accuracy(y_all, h.predict(X_all)) : NAN;
+        rr.test_value = evaluate_one(h, Y_all, yY_all, c_.metrics.front());
+        rr.downlink_bytes = r.downlink_bytes;
+        rr.uplink_bytes = r.uplink_bytes;
+        downlink += r.downlink_bytes;
+        uplink += r.uplink_bytes;
+        res.rounds.push_back(rr);
+        curve_seconds += since(e0);
+      };
+      const auto h = learn::fit_fedavg(
+          sp.X, sp.y, K, model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(t))), fo,
+          after_round);
+      const auto values = score(*h, Y_all, yY_all, c_.metrics, train_.num_classes);
+      const double secs = since(t0) - curve_seconds;  // training and the final scoring
+      for (const auto& [metric, v] : values)
+        res.records.push_back({t, "-", method, "mlp", metric, v, secs});
+      CommModel cm;
+      cm.users = c_.users;
+      cm.model_parameters = static_cast<double>(h->parameters().size());
+      cm.bits = c_.model_options.mlp.float64 ? 64 : 32;
+      cm.rounds = fo.rounds;
+      cm.participation = fo.participation;
+      res.records.push_back({t, "-", method, "mlp", "uplink_bytes", uplink, 0});
+      res.records.push_back({t, "-", method, "mlp", "downlink_bytes", downlink, 0});
+      res.records.push_back(
+          {t, "-", method, "mlp", "predicted_bytes", estimate_communication(cm).fl_bytes, 0});
+    }
+  }
+
+  void trial(index_t t, Result& res) {
+    std::vector<Record>& out = res.records;
     Split sp = make_split(t);
     // Paper 001's DP baseline: the users' training rows themselves are released with noise.
     if (c_.dp_target == "raw")
@@ -420,6 +523,7 @@ class Runner {
       fit_and_record(t, "-", "central", vstack(sp.X), concat(sp.y), vstack(sp.Y), concat(sp.yY),
                      out);
     if (want("local")) local(t, sp, out);
+    if (fedavg_) fedavg(t, sp, res);
     if (nri_) return nri_trial(t, sp, out);
 
     const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
@@ -457,6 +561,21 @@ class Runner {
         out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
                        sigma_sum / static_cast<double>(c_.users), 0});
       const Stack<double> stack = Stack<double>::from_matrices(anchors);
+      DcTraffic traffic;
+      traffic.model.users = c_.users;
+      traffic.model.samples.clear();
+      for (index_t i = 0; i < c_.users; ++i) {
+        traffic.uplink += static_cast<double>(released[i].size() + anchors[i].size() +
+                                              static_cast<index_t>(sp.y[i].size())) *
+                          sizeof(double);
+        traffic.downlink_G += static_cast<double>(l_ * l_) * sizeof(double);
+        traffic.model.samples.push_back(static_cast<double>(sp.X[i].rows()));
+      }
+      traffic.model.anchor_rows = c_.anchor_rows;
+      traffic.model.features = train_.features();
+      traffic.model.dim = l_;
+      traffic.model.bits = 64;
+      traffic.model.gamma = 0;  // the anchor is regenerated from the seed, never sent
       for (const auto& method : c_.methods) {
         if (!is_align_method(method)) continue;
         const auto al = align(stack, align_options(method, t), *backend_);
@@ -468,7 +587,7 @@ class Runner {
             Yh.push_back(apply_change_of_basis(projected_test[i], G));
         }
         fit_and_record(t, to_string(cond), method, vstack(Xh), concat(sp.y), vstack(Yh),
-                       concat(sp.yY), out);
+                       concat(sp.yY), out, fedavg_ ? &traffic : nullptr);
       }
     }
   }
@@ -581,7 +700,7 @@ class Runner {
   const Config& c_;
   const Progress& progress_;
   data::Dataset train_, test_;
-  bool split_per_trial_ = false, nri_ = false;
+  bool split_per_trial_ = false, nri_ = false, fedavg_ = false;
   KawakamiForm kawakami_form_ = KawakamiForm::qr_svd;
   index_t l_ = 0, n_test_ = 0;
   double dp_sigma_ = 0;  ///< the AGM sigma for Delta = dp_row_range

@@ -96,6 +96,62 @@ void describe_rows(std::ostream& os, const std::vector<Description>& d, const Fo
   }
 }
 
+// The [fedavg] settings in the JSON's config.
+void cfg_fedavg(nlohmann::ordered_json& cfg, const Config& c) {
+  cfg["fedavg"] = {{"configurations", c.fedavg_configurations},
+                   {"rounds", c.fedavg_rounds},
+                   {"participation", c.fedavg_participation}};
+}
+
+std::string bytes_text(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", b);
+  return buf;
+}
+
+// Bytes each method sent, counted from the arrays exchanged, beside paper 001's prediction
+// (eq. 14 for DC with q = 64 and no anchor transfer, eq. 15 for FedAvg at its training
+// precision); means over trials.
+std::string communication_table(const Result& r, const std::vector<std::string>& dc,
+                                const std::vector<std::string>& fed) {
+  const auto& c = r.config;
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> g;
+  for (const auto& rec : r.records)
+    if (rec.metric == "uplink_bytes" || rec.metric == "downlink_bytes" ||
+        rec.metric == "predicted_bytes")
+      g[{rec.condition, rec.method, rec.model, rec.metric}].push_back(rec.value);
+  auto mean = [&](const std::string& cond, const std::string& method, const std::string& model,
+                  const std::string& metric) {
+    auto it = g.find({cond, method, model, metric});
+    if (it == g.end()) return std::nan("");
+    double s = 0;
+    for (double v : it->second) s += v;
+    return s / static_cast<double>(it->second.size());
+  };
+  std::ostringstream os;
+  os << "### Communication (bytes, mean over trials)\n\nCounted from the arrays exchanged: DC "
+        "uploads X~_i, A_i and the labels y_i and downloads G_i and the model's parameters "
+        "(doubles, q = 64; the anchor is regenerated from its seed); FedAvg moves the model's "
+        "tensors both ways every round. Predicted: paper 001 eq. 14 (DC, gamma = 0; it has no "
+        "term for the labels, 8 bytes per training row here) and eq. 15 (FedAvg).\n\n"
+        "| condition | method | model | uplink | downlink | total | predicted |\n"
+        "|---|---|---|---|---|---|---|\n";
+  auto row = [&](const std::string& cond, const std::string& method, const std::string& model) {
+    const double up = mean(cond, method, model, "uplink_bytes");
+    if (std::isnan(up)) return;
+    const double down = mean(cond, method, model, "downlink_bytes");
+    os << "| " << cond << " | " << method << " | " << model << " | " << bytes_text(up) << " | "
+       << bytes_text(down) << " | " << bytes_text(up + down) << " | "
+       << bytes_text(mean(cond, method, model, "predicted_bytes")) << " |\n";
+  };
+  for (auto cond : c.conditions)
+    for (const auto& m : dc)
+      for (const auto& model : c.models) row(to_string(cond), m, model);
+  for (const auto& f : fed) row("-", f, "mlp");
+  os << "\n";
+  return os.str();
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -237,11 +293,16 @@ std::string summary_table(const Result& r) {
     }
     return out;
   };
-  std::vector<std::string> dc;
+  std::vector<std::string> dc, fed;
   for (const auto& m : c.methods)
     if (is_align_method(m)) dc.push_back(m);
+  if (std::find(c.methods.begin(), c.methods.end(), "fedavg") != c.methods.end())
+    for (const auto& conf : c.fedavg_configurations) fed.push_back("fedavg-" + conf);
   std::ostringstream os;
   os << dp_description(r);
+  if (!fed.empty())
+    os << "FedAvg: " << c.fedavg_rounds << " rounds, participation " << c.fedavg_participation
+       << ", the MLP of the mlp row (its own columns; E local epochs of batch B per round).\n\n";
   for (const auto& metric : c.metrics) {
     os << "### " << c.dataset << ", " << metric << (metric == "rmse" ? "" : " (%)") << ", "
        << c.trials << " trial(s), mean";
@@ -250,8 +311,10 @@ std::string summary_table(const Result& r) {
     for (size_t k = 0; k < dc.size(); ++k) os << (k ? " / " : "") << dc[k];
     os << ".\n\n| model |";
     for (auto cond : c.conditions) os << " " << to_string(cond) << " |";
-    os << " Central | Local |\n|---|";
-    for (size_t k = 0; k < c.conditions.size() + 2; ++k) os << "---|";
+    os << " Central | Local |";
+    for (const auto& f : fed) os << " " << f << " |";
+    os << "\n|---|";
+    for (size_t k = 0; k < c.conditions.size() + 2 + fed.size(); ++k) os << "---|";
     os << "\n";
     for (const auto& model : c.models) {
       os << "| " << model << " |";
@@ -262,7 +325,10 @@ std::string summary_table(const Result& r) {
         os << " |";
       }
       os << " " << cell("-", "central", model, metric, true) << " | "
-         << cell("-", "local", model, metric, true) << " |\n";
+         << cell("-", "local", model, metric, true) << " |";
+      for (const auto& f : fed)
+        os << " " << (model == "mlp" ? cell("-", f, model, metric, true) : "-") << " |";
+      os << "\n";
     }
     if (dc.size() > 1 && c.trials > 1) {
       os << "\nHalf-widths of the 95% CIs of the DC cells:\n\n| model |";
@@ -286,6 +352,7 @@ std::string summary_table(const Result& r) {
     }
     os << "\n";
   }
+  if (!fed.empty()) os << communication_table(r, dc, fed);
   return os.str();
 }
 
@@ -343,6 +410,10 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["seed"] = c.seed;
   cfg["device"] = c.device;
   cfg["mlp_early_stopping"] = c.model_options.mlp.early_stopping;
+  cfg["mlp_hidden_layers"] = c.model_options.mlp.hidden_layers;
+  cfg["mlp_max_epochs"] = c.model_options.mlp.max_epochs;
+  cfg["mlp_batch_size"] = c.model_options.mlp.batch_size;
+  cfg["mlp_alpha"] = c.model_options.mlp.alpha;
   if (c.dp_enabled()) {
     cfg["dp_target"] = c.dp_target;
     cfg["dp_epsilon"] = c.dp_epsilon;
@@ -360,6 +431,20 @@ void write_outputs(const Result& r, const std::string& dir) {
                     {"value", rec.value},
                     {"seconds", rec.seconds}});
   j["records"] = recs;
+  if (!r.rounds.empty()) {
+    cfg_fedavg(j["config"], c);
+    nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
+    for (const auto& rr : r.rounds)
+      rounds.push_back({{"trial", rr.trial},
+                        {"method", rr.method},
+                        {"round", rr.round},
+                        {"train_loss", rr.train_loss},
+                        {"train_accuracy", rr.train_accuracy},
+                        {"test_" + c.metrics.front(), rr.test_value},
+                        {"downlink_bytes", rr.downlink_bytes},
+                        {"uplink_bytes", rr.uplink_bytes}});
+    j["rounds"] = rounds;
+  }
   // The three files are staged beside their destinations and renamed into place together once
   // all are written: a failed run leaves earlier results untouched.
   io::StagedOutputs staged;
