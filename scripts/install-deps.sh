@@ -11,7 +11,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libtomlplusplus-dev zlib1g-dev
   libsvm-dev libtorch-dev libssl-dev liblbfgs-dev libxgboost-dev
-  libboost-math-dev libopenmpi-dev openmpi-bin
+  libboost-math-dev libopenmpi-dev openmpi-bin librdkit-dev
   python3 python3-numpy python3-matplotlib
   python3-dev python3-venv python3-pip
 )

@@ -36,6 +36,10 @@
 //   credit (file class 2), 0 = good (file class 1). No test split.
 // * breast-cancer (sklearn CSV): 30 continuous features, label 0 = malignant, 1 = benign. The
 //   first line's declared counts are checked. No test split.
+// * hiv, bbbp (MoleculeNet, SMILES and a binary label): 2048-bit Morgan fingerprints of radius
+//   2 computed with RDKit (0/1 features, never standardised) and cached; SMILES RDKit cannot
+//   read are DROPPED and counted in Dataset::note (none in hiv, 11 of 2050 in bbbp). No test
+//   split. Label 1 = HIV_active (1443 of 41127) or p_np (blood-brain barrier penetration).
 // * Continuous columns (listed in Dataset::continuous_columns) are standardised when
 //   LoadOptions::standardize is set: with the train statistics where there is an official
 //   split (adult), else with the statistics of the whole file. Callers that want statistics
@@ -77,7 +81,16 @@ struct LoadOptions {
   /// heart-disease only: ca one-hot encoded instead of continuous (paper 004's coding). Set for
   /// another dataset, load_dataset throws InvalidInput.
   bool heart_ca_categorical = false;
+  /// Molecule sets (hiv, bbbp): where their fingerprints are cached (resolve_cache_dir), and
+  /// whether to use the cache at all. The data directory itself is never written.
+  std::string cache_dir;
+  bool cache = true;
 };
+
+/// Where derived data (molecule fingerprints) are cached: explicit_dir if non-empty, else
+/// $DCALIGN_CACHE if non-empty, else $XDG_CACHE_HOME/dcalign, else $HOME/.cache/dcalign; "" when
+/// none of these exists (no caching).
+std::string resolve_cache_dir(const std::string& explicit_dir);
 
 /// The directory compiled in at build time: <source>/../shared/datasets.
 std::string default_data_dir();
@@ -168,6 +181,11 @@ struct Dataset {
   index_t num_classes = 0;  // 0 = regression
   std::vector<std::string> feature_names, class_names;
   std::vector<index_t> continuous_columns;  // columns LoadOptions::standardize acts on
+  /// Molecule sets: RDKit's canonical SMILES of each row (to tell molecules apart across sets);
+  /// empty for the other sets.
+  std::vector<std::string> sample_ids;
+  /// What the loader left out or derived, for the record (e.g. SMILES RDKit cannot read).
+  std::string note;
 
   index_t samples() const { return X.rows(); }
   index_t features() const { return X.cols(); }
@@ -180,7 +198,7 @@ struct TrainTest {
 };
 
 /// "mnist", "fashion-mnist", "adult", "pima-diabetes", "heart-disease", "german-credit",
-/// "digits", "breast-cancer".
+/// "digits", "breast-cancer", "hiv", "bbbp".
 std::vector<std::string> dataset_names();
 /// Files a dataset reads, relative to the data directory (as listed in SHA256SUMS).
 std::vector<std::string> dataset_files(const std::string& name);
@@ -204,6 +222,34 @@ struct Standardizer {
   static Standardizer fit(const Matrix<double>& X, const std::vector<index_t>& columns);
   void apply(Matrix<double>& X) const;
 };
+
+// ------------------------------------------------------------------------------------------
+// Molecules (paper 003 section IV-B): SMILES to Morgan bit fingerprints with RDKit. The
+// datasets "hiv" (MoleculeNet HIV, 41127 molecules, label HIV_active) and "bbbp" (MoleculeNet
+// BBBP, 2050 molecules, label p_np) load as 2048 0/1 features of radius 2, no official test
+// split; rows whose SMILES RDKit cannot read are left out and counted in Dataset::note. Their
+// fingerprints are cached (LoadOptions::cache_dir), keyed by the SHA-256 of the source file and
+// the fingerprint settings; a cache file that does not match is recomputed and replaced.
+
+/// Whether this build links RDKit; without it the molecule functions throw BackendError.
+bool have_rdkit();
+
+struct MorganOptions {
+  int radius = 2;   ///< 0..8
+  int bits = 2048;  ///< 1..65536
+};
+
+struct Fingerprints {
+  Matrix<double> X;                    ///< one row per molecule read, entries 0 or 1
+  std::vector<std::string> canonical;  ///< RDKit's canonical SMILES of each row
+  std::vector<index_t> rows;           ///< index into the input of each row
+  std::vector<index_t> failed;         ///< inputs RDKit could not read (no row)
+};
+
+/// Morgan (ECFP-like, RDKit's GetMorganFingerprintAsBitVect) fingerprints of SMILES strings.
+/// Throws InvalidInput for options out of range or more than 2^31 values in all.
+Fingerprints morgan_fingerprints(const std::vector<std::string>& smiles,
+                                 const MorganOptions& opts = {});
 
 // ------------------------------------------------------------------------------------------
 // Partitions among users. Every function is a deterministic function of its arguments and

@@ -12,15 +12,16 @@
 
 #include "dcalign/checked.hpp"
 #include "dcalign/data.hpp"
+#include "molecules_internal.hpp"
 
 namespace dcalign::data {
 
 namespace {
 
 const std::vector<std::string>& known_names() {
-  static const std::vector<std::string> names = {"mnist",         "fashion-mnist", "adult",
-                                                 "pima-diabetes", "heart-disease", "german-credit",
-                                                 "digits",        "breast-cancer"};
+  static const std::vector<std::string> names = {
+      "mnist",         "fashion-mnist", "adult",         "pima-diabetes", "heart-disease",
+      "german-credit", "digits",        "breast-cancer", "hiv",           "bbbp"};
   return names;
 }
 
@@ -573,6 +574,7 @@ TrainTest load_by_name(const std::string& name, const std::string& dir, const Lo
   if (name == "german-credit") return load_german(dir, opts);
   if (name == "digits") return load_digits(dir);
   if (name == "breast-cancer") return load_breast_cancer(dir, opts);
+  if (name == "hiv" || name == "bbbp") return detail::load_molecules(name, dir, opts);
   unknown_dataset(name);
 }
 
@@ -596,6 +598,8 @@ std::vector<std::string> dataset_files(const std::string& name) {
   if (name == "german-credit") return {"german-credit/german.csv"};
   if (name == "digits") return {"sklearn/digits.csv.gz"};
   if (name == "breast-cancer") return {"sklearn/breast_cancer.csv"};
+  if (name == "hiv") return {"molecules/hiv.csv.gz"};
+  if (name == "bbbp") return {"molecules/BBBP.csv"};
   unknown_dataset(name);
 }
 

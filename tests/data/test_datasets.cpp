@@ -347,7 +347,7 @@ TEST(Datasets, SampleCountsWithoutFullLoad) {
 
 TEST(Datasets, NamesAndUnknownName) {
   const auto names = dataset_names();
-  EXPECT_EQ(names.size(), 8u);
+  EXPECT_EQ(names.size(), 10u);
   for (const auto& n : names) EXPECT_FALSE(dataset_files(n).empty()) << n;
   try {
     load_dataset("mnsit");
