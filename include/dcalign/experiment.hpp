@@ -7,6 +7,7 @@
 // instead (src/experiment/nri_dc.hpp): the workers release PCA representations of noisy copies
 // of their data, the master returns only labels of the anchor, and each worker trains its own
 // model on the anchor and those labels.
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -106,6 +107,28 @@ struct Config {
   double dp_delta = 1e-3;   ///< in (0, 1) (000 and 001 fix 1e-3)
   double dp_row_range = 1;  ///< r > 0
   bool dp_enabled() const { return dp_target != "none"; }
+  /// Privacy measurements (include/dcalign/privacy_attacks.hpp), protocol "dc" only; empty (the
+  /// default) or absent: none. Per trial and condition, records with method "privacy", model
+  /// "-":
+  ///  - "collusion": user 1 colludes with the analyst and attacks every other user j: F^_j =
+  ///    A^+ A_j, X^_j = X~_j F^_j^+ (paper 001 section 2.2), from what j released (with its DP
+  ///    noise under dp_target = "released"). Metrics collusion_error, the median over j of
+  ///    ||X^_j - X_j||_F / ||X_j||_F, and collusion_row_error, the median over j of the median
+  ///    per-row error ||x^ - x|| / ||x||; X_j are the users' training rows before any "raw" noise.
+  ///    Needs users >= 2.
+  ///  - "dr": the epsilon-DR ratio r(x) = ||x - x F_i F_i^+|| / ||x|| of paper 004 eq. (3) of
+  ///    every user's training rows under its own secret basis. Metrics dr_fraction_below (mean
+  ///    over users of the share of rows with r < privacy_dr_epsilon: what the down-sampling
+  ///    defence would drop; the protocol itself does not drop them), dr_min_ratio (min over all
+  ///    rows: the largest epsilon every F_i satisfies) and dr_median_ratio (median over users of
+  ///    the median ratio).
+  std::vector<std::string> privacy;
+  /// The down-sampling threshold of "dr", in (0, 1] (r is in [0, 1]). The papers give no value;
+  /// 0.1 keeps rows of which at least 10% lies outside span(F_i).
+  double privacy_dr_epsilon = 0.1;
+  bool measures(const std::string& what) const {
+    return std::find(privacy.begin(), privacy.end(), what) != privacy.end();
+  }
   /// Secret-basis conditions of the "dc" protocol ("nri-dc" has none: PCA per worker).
   std::vector<SpanCondition> conditions = {SpanCondition::same_span_orth};
   /// Alignment methods (odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp) and baselines

@@ -137,14 +137,15 @@ class Reader {
     out = v;
   }
 
-  void get_list(const char* key, std::vector<std::string>& out) {
+  /// `allow_empty`: for an optional list (privacy), where [] means none.
+  void get_list(const char* key, std::vector<std::string>& out, bool allow_empty = false) {
     seen_.insert(key);
     const toml::node* n = t_.get(key);
     if (!n) return;
     const toml::array* arr = n->as_array();
     if (!arr) fail(key, "an array of strings");
     // Every list the protocol reads is required: an empty one is an error, not the default.
-    if (arr->empty()) fail(key, "a non-empty array of strings");
+    if (arr->empty() && !allow_empty) fail(key, "a non-empty array of strings");
     out.clear();
     for (const auto& e : *arr) {
       if (!e.is_string()) fail(key, "an array of strings");
@@ -241,6 +242,8 @@ Config load_config(const std::string& path) {
   r.real("dp_epsilon", c.dp_epsilon, 0, true, kInf, false);
   r.real("dp_delta", c.dp_delta, 0, true, 1, true);
   r.real("dp_row_range", c.dp_row_range, 0, true, kInf, false);
+  r.get_list("privacy", c.privacy, true);
+  r.real("privacy_dr_epsilon", c.privacy_dr_epsilon, 0, true, 1, false);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
   if (t.get("conditions")) {  // present: get_list has rejected an empty list
@@ -357,6 +360,22 @@ Config load_config(const std::string& path) {
   for (const char* key : {"dp_epsilon", "dp_delta", "dp_row_range"})
     if (!c.dp_enabled() && t.get(key))
       r.fail(key, "left out unless dp_target is \"released\" or \"raw\"");
+  // The privacy measurements: known names, each once, protocol "dc", and a threshold only
+  // where "dr" uses it.
+  for (size_t k = 0; k < c.privacy.size(); ++k) {
+    const std::string& p = c.privacy[k];
+    if (p != "collusion" && p != "dr")
+      r.fail("privacy", ("a list of \"collusion\" and \"dr\" (got \"" + p + "\")").c_str());
+    if (std::find(c.privacy.begin(), c.privacy.begin() + static_cast<std::ptrdiff_t>(k), p) !=
+        c.privacy.begin() + static_cast<std::ptrdiff_t>(k))
+      r.fail("privacy", ("a list naming each measurement once (\"" + p + "\" twice)").c_str());
+  }
+  if (!c.privacy.empty() && c.protocol != "dc")
+    r.fail("privacy", "left out (or []) for a protocol other than \"dc\"");
+  if (c.measures("collusion") && c.users < 2)
+    r.fail("privacy", "free of \"collusion\" unless users >= 2 (user 1 attacks the others)");
+  if (t.get("privacy_dr_epsilon") && !c.measures("dr"))
+    r.fail("privacy_dr_epsilon", "left out unless privacy lists \"dr\"");
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "dcalign/comm.hpp"
 #include "dcalign/data.hpp"
 #include "dcalign/privacy.hpp"
+#include "dcalign/privacy_attacks.hpp"
 #include "dcalign/random.hpp"
 #include "experiment/common.hpp"
 #include "experiment/nri_dc.hpp"
@@ -190,6 +192,72 @@ class Runner {
       key_error("emulate_duplicates",
                 "= " + std::to_string(c_.emulate_duplicates) + " must be >= 0 (0: off)");
     validate_privacy();
+    validate_measurements();
+  }
+
+  // The privacy measurements (load_config checks them too; a Config built in code comes here
+  // only).
+  void validate_measurements() {
+    std::set<std::string> seen;
+    for (const auto& p : c_.privacy) {
+      if (p != "collusion" && p != "dr")
+        key_error("privacy", "names \"" + p + "\"; expected \"collusion\" or \"dr\"");
+      if (!seen.insert(p).second) key_error("privacy", "names \"" + p + "\" twice");
+    }
+    if (c_.privacy.empty()) return;
+    if (nri_) key_error("privacy", "is set, which needs protocol \"dc\"");
+    if (c_.measures("collusion") && c_.users < 2)
+      key_error("privacy",
+                "lists \"collusion\", which needs users >= 2 (user 1 attacks the others)");
+    if (c_.measures("dr") && !(std::isfinite(c_.privacy_dr_epsilon) && c_.privacy_dr_epsilon > 0 &&
+                               c_.privacy_dr_epsilon <= 1)) {
+      std::ostringstream os;
+      os << "= " << c_.privacy_dr_epsilon << " must be a finite number in (0, 1]";
+      key_error("privacy_dr_epsilon", os.str());
+    }
+  }
+
+  // Per trial and condition, after the releases: the collusion attack of user 1 and the analyst
+  // on every other user, and the epsilon-DR ratios of every user's rows under its own basis.
+  void measure_privacy(index_t t, SpanCondition cond, const std::vector<User<double>>& users,
+                       const std::vector<Matrix<double>>& clean,
+                       const std::vector<Matrix<double>>& released,
+                       const std::vector<Matrix<double>>& anchors,
+                       const CollusionAttacker* attacker, std::vector<Record>& out) const {
+    const auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return quantile_sorted(v, 0.5);
+    };
+    const std::string condition = to_string(cond);
+    const auto record = [&](const char* metric, double v) {
+      out.push_back({t, condition, "privacy", "-", metric, v, 0});
+    };
+    if (attacker) {
+      const auto t0 = Clock::now();
+      std::vector<double> frobenius, rows;
+      for (index_t j = 1; j < c_.users; ++j) {
+        const auto e =
+            reconstruction_error(clean[j], attacker->reconstruct(anchors[j], released[j]));
+        frobenius.push_back(e.relative);
+        rows.push_back(e.median_row);
+      }
+      const double secs = since(t0);
+      out.push_back({t, condition, "privacy", "-", "collusion_error", median(frobenius), secs});
+      record("collusion_row_error", median(rows));
+    }
+    if (c_.measures("dr")) {
+      double fraction = 0, lowest = 1;
+      std::vector<double> medians;
+      for (index_t i = 0; i < c_.users; ++i) {
+        const auto s = dr_privacy(clean[i], users[i].reveal_secret_basis(), c_.privacy_dr_epsilon);
+        fraction += s.fraction_below;
+        lowest = std::min(lowest, s.min);
+        medians.push_back(s.median);
+      }
+      record("dr_fraction_below", fraction / static_cast<double>(c_.users));
+      record("dr_min_ratio", lowest);
+      record("dr_median_ratio", median(medians));
+    }
   }
 
   // The [fedavg] keys (load_config checks them too; a Config built in code comes here only).
@@ -511,6 +579,11 @@ class Runner {
   void trial(index_t t, Result& res) {
     std::vector<Record>& out = res.records;
     Split sp = make_split(t);
+    // The privacy measurements compare with the users' rows as they hold them, before "raw" noise
+    // (a copy only then; otherwise sp.X stays as drawn).
+    const std::vector<Matrix<double>> raw_rows =
+        !c_.privacy.empty() && c_.dp_target == "raw" ? sp.X : std::vector<Matrix<double>>();
+    const std::vector<Matrix<double>>& clean = raw_rows.empty() ? sp.X : raw_rows;
     // Paper 001's DP baseline: the users' training rows themselves are released with noise.
     if (c_.dp_target == "raw")
       for (index_t i = 0; i < c_.users; ++i)
@@ -528,6 +601,9 @@ class Runner {
 
     const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
                                                  derive(c_.seed, 17, t));
+    // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
+    std::optional<CollusionAttacker> attacker;
+    if (c_.measures("collusion")) attacker.emplace(A);
     for (SpanCondition cond : c_.conditions) {
       std::vector<User<double>> users;
       const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
@@ -560,6 +636,9 @@ class Runner {
       if (c_.dp_target == "released")
         out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
                        sigma_sum / static_cast<double>(c_.users), 0});
+      if (!c_.privacy.empty())
+        measure_privacy(t, cond, users, clean, released, anchors, attacker ? &*attacker : nullptr,
+                        out);
       const Stack<double> stack = Stack<double>::from_matrices(anchors);
       DcTraffic traffic;
       traffic.model.users = c_.users;

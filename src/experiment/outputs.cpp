@@ -152,6 +152,58 @@ std::string communication_table(const Result& r, const std::vector<std::string>&
   return os.str();
 }
 
+// The privacy measurements per condition (mean +- 95% CI over trials); "" when none were asked.
+std::string privacy_table(const Result& r) {
+  const auto& c = r.config;
+  if (c.privacy.empty()) return "";
+  std::vector<std::string> metrics;
+  if (c.measures("collusion"))
+    metrics.insert(metrics.end(), {"collusion_error", "collusion_row_error"});
+  if (c.measures("dr"))
+    metrics.insert(metrics.end(), {"dr_fraction_below", "dr_min_ratio", "dr_median_ratio"});
+  std::map<std::pair<std::string, std::string>, std::vector<double>> g;
+  for (const auto& rec : r.records)
+    if (rec.method == "privacy") g[{rec.condition, rec.metric}].push_back(rec.value);
+  std::ostringstream os;
+  os << "### Privacy, " << c.trials << " trial(s), mean";
+  if (c.trials > 1) os << " ± 95% CI";
+  os << "\n\n";
+  if (c.measures("collusion"))
+    os << "Collusion: user 1 and the analyst reconstruct every other user's rows as "
+       << "X~_j (A^+ A_j)^+ (paper 001 section 2.2"
+       << (c.dp_target == "released" ? ", from the DP-noised X~_j" : "")
+       << "); errors relative to the true rows, median over the attacked users. ";
+  if (c.measures("dr"))
+    os << "epsilon-DR (paper 004 eq. 3): r(x) = ||x - x F_i F_i^+|| / ||x|| of every user's rows; "
+          "below: share of rows with r < epsilon = "
+       << c.privacy_dr_epsilon << " (the down-sampling defence would drop them).";
+  os << "\n\n| condition |";
+  for (const auto& m : metrics) os << " " << m << " |";
+  os << "\n|---|";
+  for (size_t k = 0; k < metrics.size(); ++k) os << "---|";
+  os << "\n";
+  for (auto cond : c.conditions) {
+    os << "| " << to_string(cond) << " |";
+    for (const auto& m : metrics) {
+      auto it = g.find({to_string(cond), m});
+      if (it == g.end()) {
+        os << " n/a |";
+        continue;
+      }
+      const auto s = learn::summarize(it->second);
+      char buf[64];
+      if (s.count > 1)
+        std::snprintf(buf, sizeof buf, "%.3g ± %.2g", s.mean, s.half_width);
+      else
+        std::snprintf(buf, sizeof buf, "%.3g", s.mean);
+      os << " " << buf << " |";
+    }
+    os << "\n";
+  }
+  os << "\n";
+  return os.str();
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -353,6 +405,7 @@ std::string summary_table(const Result& r) {
     os << "\n";
   }
   if (!fed.empty()) os << communication_table(r, dc, fed);
+  os << privacy_table(r);
   return os.str();
 }
 
@@ -419,6 +472,10 @@ void write_outputs(const Result& r, const std::string& dir) {
     cfg["dp_epsilon"] = c.dp_epsilon;
     cfg["dp_delta"] = c.dp_delta;
     cfg["dp_row_range"] = c.dp_row_range;
+  }
+  if (!c.privacy.empty()) {
+    cfg["privacy"] = c.privacy;
+    if (c.measures("dr")) cfg["privacy_dr_epsilon"] = c.privacy_dr_epsilon;
   }
   j["config"] = cfg;
   nlohmann::ordered_json recs = nlohmann::ordered_json::array();
