@@ -341,6 +341,29 @@ Matrix<T> take_rows(const Matrix<T>& X, const std::vector<index_t>& idx) {
   return out;
 }
 
+/// Columns idx[0], idx[1], ... of X, in that order (a user's block of the features in a vertical
+/// partition). Throws InvalidInput on an index out of range.
+template <typename T>
+Matrix<T> take_columns(const Matrix<T>& X, const std::vector<index_t>& idx) {
+  for (index_t j : idx)
+    if (j < 0 || j >= X.cols())
+      throw InvalidInput("take_columns: column index " + std::to_string(j) + " out of range for " +
+                         std::to_string(X.cols()) + " columns");
+  Matrix<T> out(X.rows(), static_cast<index_t>(idx.size()));
+  for (size_t k = 0; k < idx.size(); ++k)
+    std::copy(X.data() + idx[k] * X.rows(), X.data() + (idx[k] + 1) * X.rows(),
+              out.data() + static_cast<index_t>(k) * X.rows());
+  return out;
+}
+
+/// The columns of a dataset split into `blocks` complementary blocks of whole attributes, for
+/// vertical partitions: the one-hot columns of one attribute ("attr=level") stay together, and
+/// the attributes, in column order, are dealt into consecutive blocks whose attribute counts
+/// differ by at most one (the first blocks get the extra ones). Throws InvalidInput when there
+/// are fewer attributes than blocks, so that no block is empty.
+std::vector<std::vector<index_t>> attribute_blocks(const std::vector<std::string>& feature_names,
+                                                   index_t blocks);
+
 /// Entries idx[0], idx[1], ... of v. Throws InvalidInput on an index out of range.
 template <typename T>
 std::vector<T> take(const std::vector<T>& v, const std::vector<index_t>& idx) {

@@ -378,6 +378,45 @@ Dataset take(const Dataset& d, const std::vector<index_t>& idx) {
   out.feature_names = d.feature_names;
   out.class_names = d.class_names;
   out.continuous_columns = d.continuous_columns;
+  if (!d.sample_ids.empty()) out.sample_ids = take(d.sample_ids, idx);
+  out.note = d.note;
+  return out;
+}
+
+std::vector<std::vector<index_t>> attribute_blocks(const std::vector<std::string>& feature_names,
+                                                   index_t blocks) {
+  if (blocks < 1)
+    throw InvalidInput("attribute_blocks: " + std::to_string(blocks) +
+                       " blocks; expected at least one");
+  // Attributes in column order: a column "attr=level" joins the attribute "attr" (one-hot
+  // columns of one attribute are adjacent in the loaders' output, but need not be here).
+  std::vector<std::string> attributes;
+  std::vector<std::vector<index_t>> columns;
+  for (size_t j = 0; j < feature_names.size(); ++j) {
+    const std::string& name = feature_names[j];
+    const std::string attr = name.substr(0, name.find('='));
+    const auto it = std::find(attributes.begin(), attributes.end(), attr);
+    if (it == attributes.end()) {
+      attributes.push_back(attr);
+      columns.push_back({static_cast<index_t>(j)});
+    } else {
+      columns[static_cast<size_t>(it - attributes.begin())].push_back(static_cast<index_t>(j));
+    }
+  }
+  const index_t k = static_cast<index_t>(attributes.size());
+  if (k < blocks)
+    throw InvalidInput("attribute_blocks: " + std::to_string(k) + " attribute(s) cannot fill " +
+                       std::to_string(blocks) + " blocks; every block needs at least one");
+  std::vector<std::vector<index_t>> out(static_cast<size_t>(blocks));
+  index_t next = 0;
+  for (index_t b = 0; b < blocks; ++b) {
+    const index_t count = k / blocks + (b < k % blocks ? 1 : 0);
+    for (index_t a = next; a < next + count; ++a)
+      for (index_t col : columns[static_cast<size_t>(a)])
+        out[static_cast<size_t>(b)].push_back(col);
+    next += count;
+    std::sort(out[static_cast<size_t>(b)].begin(), out[static_cast<size_t>(b)].end());
+  }
   return out;
 }
 

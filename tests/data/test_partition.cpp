@@ -410,6 +410,7 @@ std::vector<index_t> counts_of(const std::vector<double>& y, const std::vector<i
   for (index_t i : idx) ++c[static_cast<size_t>(y[static_cast<size_t>(i)])];
   return c;
 }
+
 }  // namespace
 
 TEST(DataSubsample, StratifiedKeepsProportionsAndFollowsTheSeed) {
@@ -494,4 +495,43 @@ TEST(DataRows, RepeatRowsCyclesThroughTheRowsInOrder) {
   empty.X = Matrix<double>(0, 2);
   empty.y.clear();
   EXPECT_THAT(invalid_input_message([&] { repeat_rows(empty, 5); }), HasSubstr("no rows"));
+}
+
+TEST(DataColumns, TakeColumnsGathersInOrderAndRejectsBadIndices) {
+  Matrix<double> X(3, 4);
+  for (index_t i = 0; i < 3; ++i)
+    for (index_t j = 0; j < 4; ++j)
+      X(i, j) = 10.0 * static_cast<double>(i) + static_cast<double>(j);
+  const Matrix<double> Y = take_columns(X, {3, 0, 3});
+  ASSERT_EQ(Y.rows(), 3);
+  ASSERT_EQ(Y.cols(), 3);
+  for (index_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(Y(i, 0), X(i, 3));
+    EXPECT_EQ(Y(i, 1), X(i, 0));
+    EXPECT_EQ(Y(i, 2), X(i, 3));
+  }
+  EXPECT_EQ(take_columns(X, {}).cols(), 0);
+  EXPECT_THROW(take_columns(X, {4}), InvalidInput);
+  EXPECT_THROW(take_columns(X, {-1}), InvalidInput);
+}
+
+TEST(DataColumns, AttributeBlocksKeepOneHotGroupsTogether) {
+  // age, workclass (3 levels), education-num, sex (2 levels), hours: 5 attributes, 8 columns.
+  const std::vector<std::string> names = {"age",         "workclass=a",   "workclass=b",
+                                          "workclass=c", "education-num", "sex=F",
+                                          "sex=M",       "hours"};
+  const auto two = attribute_blocks(names, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0], (std::vector<index_t>{0, 1, 2, 3, 4}));  // 3 attributes
+  EXPECT_EQ(two[1], (std::vector<index_t>{5, 6, 7}));        // 2 attributes
+  const auto five = attribute_blocks(names, 5);
+  EXPECT_EQ(five[1], (std::vector<index_t>{1, 2, 3}));
+  EXPECT_EQ(five[4], (std::vector<index_t>{7}));
+  // Levels of one attribute that are not adjacent still land in its block.
+  const auto mixed = attribute_blocks({"x=1", "y", "x=2", "z"}, 2);
+  EXPECT_EQ(mixed[0], (std::vector<index_t>{0, 1, 2}));
+  EXPECT_EQ(mixed[1], (std::vector<index_t>{3}));
+  EXPECT_THROW(attribute_blocks(names, 6), InvalidInput);  // a block would be empty
+  EXPECT_THROW(attribute_blocks(names, 0), InvalidInput);
+  EXPECT_THROW(attribute_blocks({}, 1), InvalidInput);
 }
