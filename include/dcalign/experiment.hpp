@@ -29,7 +29,20 @@ struct Config {
   std::string dataset;   ///< a name from data::dataset_names()
   std::string data_dir;  ///< empty: $DCALIGN_DATA, else the compiled default
   bool verify_checksums = false;
-  std::string partition = "iid";  ///< iid | label-skew | dirichlet
+  /// Rows: iid | label-skew | dirichlet. Vertical partitions (paper 001 Table 8; the rows are
+  /// iid): the features are split into two complementary blocks of whole attributes
+  /// (data::attribute_blocks: the first half of the attributes in column order, and the rest)
+  /// and users 1..c/2 hold the first block, users c/2+1..c the second (c even):
+  ///  - "vertical": every user holds its own rows (the literal reading of the paper): each
+  ///    maps its block with its own F_i and the anchor's columns of that block, and all c users
+  ///    are aligned; its test share carries its block only;
+  ///  - "vertical-joined": users k and k + c/2 hold the same rows (the construction of Imakura
+  ///    et al., PKAW 2020): each maps its block, the pair's representations (data, anchor, test
+  ///    rows) are concatenated to 2l columns, and the c/2 pairs are aligned at dimension 2l.
+  /// Central uses all features of all rows; Local is each user alone on its block. SameSpan
+  /// conditions share the span within a block (the block's first user's). Not with FedAvg or
+  /// the privacy measurements, which assume every user holds all features.
+  std::string partition = "iid";
   double dirichlet_alpha = 0.5;
   index_t users = 10;              ///< c
   index_t samples_per_user = 100;  ///< n_i

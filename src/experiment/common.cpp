@@ -16,6 +16,10 @@ const std::set<std::string>& align_method_names() {
 
 bool is_align_method(const std::string& method) { return align_method_names().count(method) > 0; }
 
+index_t row_holders(const Config& c) {
+  return c.partition == "vertical-joined" ? c.users / 2 : c.users;
+}
+
 std::pair<int, int> parse_fedavg_configuration(const std::string& name) {
   // <E>E<B>B: two runs of digits, each ending in its letter.
   const auto bad = [&name](const std::string& why) {
@@ -77,8 +81,10 @@ Split draw_split(const Config& c, const data::Dataset& pool, const data::Dataset
   const data::Dataset& train = split_per_trial ? own.train : train_in;
   const data::Dataset& test = split_per_trial ? own.test : test_in;
   data::Partition part;
-  if (c.partition == "iid")
-    part = data::partition_iid(train.samples(), c.users, c.samples_per_user, s);
+  // Vertical partitions draw iid rows; "vertical-joined" draws them for the c/2 pairs.
+  const index_t holders = row_holders(c);
+  if (c.partition == "iid" || c.partition == "vertical" || c.partition == "vertical-joined")
+    part = data::partition_iid(train.samples(), holders, c.samples_per_user, s);
   else if (c.partition == "label-skew")
     part = data::partition_label_skew(train.y, train.num_classes, c.users, c.samples_per_user, s);
   else
@@ -91,9 +97,9 @@ Split draw_split(const Config& c, const data::Dataset& pool, const data::Dataset
   } else {
     test_idx = data::partition_iid(test.samples(), 1, n_test, derive(s, 1))[0];
   }
-  const auto shares = data::partition_even(n_test, c.users, derive(s, 2));
+  const auto shares = data::partition_even(n_test, holders, derive(s, 2));
   Split sp;
-  for (index_t i = 0; i < c.users; ++i) {
+  for (index_t i = 0; i < holders; ++i) {
     sp.X.push_back(data::take_rows(train.X, part[static_cast<size_t>(i)]));
     sp.y.push_back(data::take(train.y, part[static_cast<size_t>(i)]));
     std::vector<index_t> mine;

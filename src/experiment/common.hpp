@@ -41,6 +41,10 @@ struct Split {
   std::vector<std::vector<double>> y, yY;  // labels
 };
 
+/// How many disjoint row sets a trial draws: c, or c/2 for "vertical-joined" (pairs of users
+/// hold the same rows).
+index_t row_holders(const Config& c);
+
 /// Draws trial `trial`'s data from the trial's seed alone. With an official test split
 /// (test.samples() > 0) the users' rows come from `train` and the test rows are all of `test`, or
 /// a random subset of n_test of them. Without one, `train` is the whole dataset and the trial

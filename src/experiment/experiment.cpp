@@ -36,7 +36,8 @@ const std::set<std::string> kProtocols = {"dc", "nri-dc"};
 const std::set<std::string> kBaselines = {"central", "local"};
 const std::set<std::string> kModels = {"svm", "mlp", "logreg", "knn", "forest"};
 const std::set<std::string> kMetrics = {"accuracy", "roc_auc", "pr_auc", "rmse"};
-const std::set<std::string> kPartitions = {"iid", "label-skew", "dirichlet"};
+const std::set<std::string> kPartitions = {"iid", "label-skew", "dirichlet", "vertical",
+                                           "vertical-joined"};
 
 std::string join(const std::set<std::string>& s) {
   std::string out;
@@ -420,7 +421,8 @@ class Runner {
     if (l_ > c_.anchor_rows)
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
                          " exceeds anchor_rows = " + std::to_string(c_.anchor_rows));
-    const index_t need = c_.users * c_.samples_per_user;  // checked in validate_names()
+    // checked in validate_names(); pairs of users share their rows under "vertical-joined"
+    const index_t need = row_holders(c_) * c_.samples_per_user;
     const index_t pool = c_.subsample > 0 ? c_.subsample : train_.samples();
     const index_t available = split_per_trial_ ? pool - c_.test_samples : pool;
     if (need > available)
@@ -455,13 +457,65 @@ class Runner {
         throw InvalidInput("experiment: metric 'rmse' needs a regression dataset");
     }
     n_test_ = !split_per_trial_ && c_.test_samples == 0 ? test_.samples() : c_.test_samples;
-    if (n_test_ < c_.users)
+    validate_vertical();
+    if (n_test_ < row_holders(c_))
       throw InvalidInput("experiment: " + std::to_string(n_test_) +
                          " test samples cannot be split among " + std::to_string(c_.users) +
                          " users");
   }
 
   Split make_split(index_t t) const { return draw_split(c_, train_, test_, n_test_, t); }
+
+  // Vertical partitions: two complementary blocks of whole attributes, half of the users each.
+  void validate_vertical() {
+    vertical_ = c_.partition == "vertical" || c_.partition == "vertical-joined";
+    if (!vertical_) return;
+    joined_ = c_.partition == "vertical-joined";
+    const std::string p = "= \"" + c_.partition + "\" ";
+    if (c_.users < 2 || c_.users % 2 != 0)
+      key_error("partition", p +
+                                 "needs an even number of users (half hold each feature block); "
+                                 "users = " +
+                                 std::to_string(c_.users));
+    if (nri_) key_error("partition", p + "needs protocol \"dc\"");
+    if (fedavg_) key_error("partition", p + "cannot run FedAvg, whose users hold all features");
+    if (!c_.privacy.empty())
+      key_error("partition", p + "cannot run the privacy measurements, which attack users "
+                                 "holding all features");
+    try {
+      blocks_ = data::attribute_blocks(train_.feature_names, 2);
+    } catch (const InvalidInput& e) {
+      key_error("partition", p + "needs two non-empty feature blocks: " + e.what());
+    }
+    for (const auto& b : blocks_)
+      if (l_ > static_cast<index_t>(b.size()))
+        throw InvalidInput("experiment: dim l = " + std::to_string(l_) + " exceeds the " +
+                           std::to_string(b.size()) + " features of a vertical block of '" +
+                           c_.dataset + "' (blocks of " + std::to_string(blocks_[0].size()) +
+                           " and " + std::to_string(blocks_[1].size()) + " columns)");
+  }
+
+  // The feature block user i holds (vertical partitions), or -1 for all features.
+  int block_of(index_t i) const { return vertical_ ? (i < c_.users / 2 ? 0 : 1) : -1; }
+  // The row set of the split user i holds (users k and k + c/2 share theirs when joined).
+  index_t rows_of(index_t i) const { return joined_ ? i % (c_.users / 2) : i; }
+  Matrix<double> block(const Matrix<double>& X, int b) const {
+    return b < 0 ? X : data::take_columns(X, blocks_[static_cast<size_t>(b)]);
+  }
+
+  // Each user's own data: its rows (and test share) restricted to its feature block.
+  Split user_view(const Split& sp) const {
+    if (!vertical_) return sp;
+    Split v;
+    for (index_t i = 0; i < c_.users; ++i) {
+      const index_t r = rows_of(i);
+      v.X.push_back(block(sp.X[r], block_of(i)));
+      v.Y.push_back(block(sp.Y[r], block_of(i)));
+      v.y.push_back(sp.y[r]);
+      v.yY.push_back(sp.yY[r]);
+    }
+    return v;
+  }
 
   learn::ModelOptions model_options(std::uint64_t seed) const {
     learn::ModelOptions mo = c_.model_options;
@@ -595,27 +649,41 @@ class Runner {
     if (want("central"))
       fit_and_record(t, "-", "central", vstack(sp.X), concat(sp.y), vstack(sp.Y), concat(sp.yY),
                      out);
-    if (want("local")) local(t, sp, out);
+    const Split mine = user_view(sp);  // what each user holds (its block, when vertical)
+    if (want("local")) {
+      // The whole test set as user 1 holds it (its block, when vertical).
+      const bool own = c_.holder() == "own";
+      const Matrix<double> first = own ? Matrix<double>() : block(vstack(sp.Y), block_of(0));
+      const std::vector<double> labels = own ? std::vector<double>() : concat(sp.yY);
+      local(t, mine, out, own ? nullptr : &first, own ? nullptr : &labels);
+    }
     if (fedavg_) fedavg(t, sp, res);
     if (nri_) return nri_trial(t, sp, out);
 
     const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
                                                  derive(c_.seed, 17, t));
+    std::vector<Matrix<double>> anchor_blocks;  // the anchor's columns of each feature block
+    for (const auto& b : blocks_) anchor_blocks.push_back(data::take_columns(A, b));
     // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
     std::optional<CollusionAttacker> attacker;
     if (c_.measures("collusion")) attacker.emplace(A);
     for (SpanCondition cond : c_.conditions) {
       std::vector<User<double>> users;
       const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
-      Matrix<double> v1;
-      if (shares_span(cond)) v1 = top_right_singular_vectors(sp.X[0], l_, c_.centered());
+      // SameSpan: the span of the first user's data (of the first user of each feature block).
+      std::vector<Matrix<double>> v1(vertical_ ? 2 : 1);
+      if (shares_span(cond))
+        for (size_t b = 0; b < v1.size(); ++b)
+          v1[b] = top_right_singular_vectors(mine.X[static_cast<index_t>(b) * (c_.users / 2)], l_,
+                                             c_.centered());
       std::vector<Matrix<double>> released, projected_test, anchors;
       double sigma_sum = 0;
       for (index_t i = 0; i < c_.users; ++i) {
-        users.emplace_back(sp.X[i], "user " + std::to_string(i));
+        users.emplace_back(mine.X[i], "user " + std::to_string(i));
         const std::uint64_t s = derive(c_.seed, 19, static_cast<std::uint64_t>(t) * 4096 + i);
         if (shares_span(cond))
-          users.back().choose_secret_basis_in(v1, mixing, s);
+          users.back().choose_secret_basis_in(v1[static_cast<size_t>(std::max(block_of(i), 0))],
+                                              mixing, s);
         else
           users.back().choose_secret_basis(l_, mixing, s, c_.centered());
         released.push_back(users.back().release_data());
@@ -625,14 +693,22 @@ class Runner {
                              derive(c_.seed, 41, static_cast<std::uint64_t>(t) * 4096 + i));
           sigma_sum += sigma;
         }
-        anchors.push_back(users.back().release_anchor(A));
+        anchors.push_back(users.back().release_anchor(
+            vertical_ ? anchor_blocks[static_cast<size_t>(block_of(i))] : A));
         // "own": each user maps its test share (paper eq. 9); "first": user 1 holds the whole
-        // test set and maps it with F_1 G_1.
+        // test set and maps it with F_1 G_1 (its pair partner, when joined, maps its block of it).
         if (c_.holder() == "own")
-          projected_test.push_back(users.back().project(sp.Y[i]));
-        else if (i == 0)
-          projected_test.push_back(users.back().project(vstack(sp.Y)));
+          projected_test.push_back(users.back().project(mine.Y[i]));
+        else if (rows_of(i) == 0)
+          projected_test.push_back(users.back().project(block(vstack(sp.Y), block_of(i))));
       }
+      // "vertical-joined": pair (k, k + c/2) becomes one unit of 2l columns, aligned as a user.
+      if (joined_) {
+        released = join_pairs(released);
+        anchors = join_pairs(anchors);
+        projected_test = join_pairs(projected_test);
+      }
+      const index_t units = static_cast<index_t>(anchors.size()), dim = joined_ ? 2 * l_ : l_;
       if (c_.dp_target == "released")
         out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
                        sigma_sum / static_cast<double>(c_.users), 0});
@@ -641,25 +717,25 @@ class Runner {
                         out);
       const Stack<double> stack = Stack<double>::from_matrices(anchors);
       DcTraffic traffic;
-      traffic.model.users = c_.users;
+      traffic.model.users = units;
       traffic.model.samples.clear();
-      for (index_t i = 0; i < c_.users; ++i) {
+      for (index_t i = 0; i < units; ++i) {
         traffic.uplink += static_cast<double>(released[i].size() + anchors[i].size() +
                                               static_cast<index_t>(sp.y[i].size())) *
                           sizeof(double);
-        traffic.downlink_G += static_cast<double>(l_ * l_) * sizeof(double);
+        traffic.downlink_G += static_cast<double>(dim * dim) * sizeof(double);
         traffic.model.samples.push_back(static_cast<double>(sp.X[i].rows()));
       }
       traffic.model.anchor_rows = c_.anchor_rows;
       traffic.model.features = train_.features();
-      traffic.model.dim = l_;
+      traffic.model.dim = dim;
       traffic.model.bits = 64;
       traffic.model.gamma = 0;  // the anchor is regenerated from the seed, never sent
       for (const auto& method : c_.methods) {
         if (!is_align_method(method)) continue;
         const auto al = align(stack, align_options(method, t), *backend_);
         std::vector<Matrix<double>> Xh, Yh;
-        for (index_t i = 0; i < c_.users; ++i) {
+        for (index_t i = 0; i < units; ++i) {
           const Matrix<double> G = al.G.matrix(i);
           Xh.push_back(apply_change_of_basis(released[i], G));
           if (i < static_cast<index_t>(projected_test.size()))
@@ -675,11 +751,19 @@ class Runner {
   // whole test set ("shared", NRI-DC), or only user 1 on the whole test set ("first"); mean over
   // the users scored. A user whose training data hold a single class cannot fit a classifier
   // and is left out.
-  void local(index_t t, const Split& sp, std::vector<Record>& out) {
+  // `whole_Y` and `whole_y`: the whole test set as user 1 holds it, where a vertical partition
+  // gives the users other features than the split's rows (default: sp's test shares stacked).
+  void local(index_t t, const Split& sp, std::vector<Record>& out,
+             const Matrix<double>* whole_Y = nullptr,
+             const std::vector<double>* whole_y = nullptr) {
     const std::string holder = c_.holder();
     const index_t scored = holder == "first" ? 1 : c_.users;
-    const Matrix<double> Y_all = holder == "own" ? Matrix<double>() : vstack(sp.Y);
-    const std::vector<double> y_all = holder == "own" ? std::vector<double>() : concat(sp.yY);
+    const Matrix<double> Y_all = holder == "own" ? Matrix<double>()
+                                 : whole_Y       ? *whole_Y
+                                                 : vstack(sp.Y);
+    const std::vector<double> y_all = holder == "own" ? std::vector<double>()
+                                      : whole_y       ? *whole_y
+                                                      : concat(sp.yY);
     for (const auto& kind : c_.models) {
       const auto t0 = Clock::now();
       std::map<std::string, std::vector<double>> per_metric;
@@ -776,10 +860,27 @@ class Runner {
     }
   }
 
+  // [M_1 ... M_c] -> [M_k | M_{k + c/2}] for k = 1..c/2: the pairs of "vertical-joined",
+  // side by side (the same rows, each partner's columns).
+  std::vector<Matrix<double>> join_pairs(const std::vector<Matrix<double>>& m) const {
+    const index_t half = static_cast<index_t>(m.size()) / 2;
+    std::vector<Matrix<double>> out;
+    for (index_t k = 0; k < half; ++k) {
+      const Matrix<double>& left = m[k];
+      const Matrix<double>& right = m[k + half];
+      Matrix<double> both(left.rows(), left.cols() + right.cols());
+      std::copy(left.data(), left.data() + left.size(), both.data());
+      std::copy(right.data(), right.data() + right.size(), both.data() + left.size());
+      out.push_back(std::move(both));
+    }
+    return out;
+  }
+
   const Config& c_;
   const Progress& progress_;
   data::Dataset train_, test_;
-  bool split_per_trial_ = false, nri_ = false, fedavg_ = false;
+  bool split_per_trial_ = false, nri_ = false, fedavg_ = false, vertical_ = false, joined_ = false;
+  std::vector<std::vector<index_t>> blocks_;  ///< the two feature blocks of a vertical partition
   KawakamiForm kawakami_form_ = KawakamiForm::qr_svd;
   index_t l_ = 0, n_test_ = 0;
   double dp_sigma_ = 0;  ///< the AGM sigma for Delta = dp_row_range
