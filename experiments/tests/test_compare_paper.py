@@ -91,11 +91,21 @@ class ComparePaper(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
             with open(path, "w") as f:
-                json.dump(result("adult", [rec("mlp", "-", "central", 0.8)]), f)
+                json.dump(result("pima-diabetes", [rec("mlp", "-", "central", 0.8)]), f)
             with self.assertRaises(SystemExit) as e:
                 with redirect_stdout(io.StringIO()):
                     compare_paper.main([path])
-            self.assertIn("adult", str(e.exception.code))
+            self.assertIn("pima-diabetes", str(e.exception.code))
+
+    def test_adult_is_compared_with_table_8(self):
+        r = result("adult", [rec("mlp", "DiffSpan", "odc", 0.80), rec("mlp", "-", "local", 0.742)])
+        r["config"]["partition"] = "vertical-joined"
+        rows = compare_paper.compare(r)
+        self.assertEqual([(x[1], x[2], x[5]) for x in rows],
+                         [("-", "local", 74.2), ("DiffSpan", "odc", 82.4)])
+        self.assertTrue(rows[1][7])  # 80.0 against 82.4: more than 2 points
+        text = compare_paper.markdown(r, rows, 2.0)
+        self.assertIn("paper 001 Table 8 (adult, partition vertical-joined", text)
 
 
 if __name__ == "__main__":
