@@ -150,6 +150,19 @@ struct Config {
   /// RDP's relative penalty weight (AlignOptions::rdp_eta) and GOPP's stopping tolerance
   /// (AlignOptions::gopp_tolerance); unset: the library's defaults.
   std::optional<double> rdp_eta, gopp_tolerance;
+  /// "all": every trial draws its own split, secret bases, anchor, noise and model seeds;
+  /// "alignment": every trial reuses trial 1's, and only the alignment's random factors (ODC's O,
+  /// Imakura-DC's R, sketches) are drawn anew: paper 001 section 8's design, in which the
+  /// identity variants are the same in every trial. Methods may name the variant of their
+  /// random factor, "odc:haar", "odc:identity", "imakura:identity", "imakura:uniform"
+  /// (overriding odc_rotation / imakura_right), so that one config compares both, paired by
+  /// trial.
+  std::string redraw = "all";
+  /// Analyst-side standardisation of the aligned representation (issue 15): each column's mean
+  /// and standard deviation from the stacked aligned training data, applied to it and to every
+  /// user's mapped test rows. Imakura-DC's and Kawakami-DC's aligned features are small (RMS
+  /// 0.04-0.13 on MNIST) where ODC's are of the data's scale.
+  bool standardize_aligned = false;
   /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
   std::string kawakami_form = "qr-svd";
   /// FedAvg (learn::fit_fedavg), method "fedavg" in `methods`, protocol "dc" only: the MLP of

@@ -14,7 +14,28 @@ const std::set<std::string>& align_method_names() {
   return names;
 }
 
-bool is_align_method(const std::string& method) { return align_method_names().count(method) > 0; }
+MethodName split_method(const std::string& method) {
+  const auto colon = method.find(':');
+  if (colon == std::string::npos) return {method, ""};
+  return {method.substr(0, colon), method.substr(colon + 1)};
+}
+
+bool is_align_method(const std::string& method) {
+  const MethodName m = split_method(method);
+  if (!align_method_names().count(m.base)) return false;
+  if (m.variant.empty()) return m.base == method;
+  if (m.base == "odc") return m.variant == "haar" || m.variant == "identity";
+  if (m.base == "imakura") return m.variant == "identity" || m.variant == "uniform";
+  return false;
+}
+
+void standardize_aligned(Matrix<double>& train, Matrix<double>& test) {
+  std::vector<index_t> all(static_cast<size_t>(train.cols()));
+  for (index_t j = 0; j < train.cols(); ++j) all[static_cast<size_t>(j)] = j;
+  const data::Standardizer st = data::Standardizer::fit(train, all);
+  st.apply(train);
+  if (test.rows() > 0) st.apply(test);
+}
 
 index_t row_holders(const Config& c) {
   return c.partition == "vertical-joined" ? c.users / 2 : c.users;

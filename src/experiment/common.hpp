@@ -18,6 +18,20 @@ namespace dcalign::experiment {
 const std::set<std::string>& align_method_names();
 bool is_align_method(const std::string& method);
 
+/// A method name and the variant of its random factor after a ':' ("odc:identity" -> {"odc",
+/// "identity"}; "odc" -> {"odc", ""}). The variants: ODC's O ("haar", "identity") and
+/// Imakura-DC's R ("identity", "uniform"); they override odc_rotation and imakura_right for that
+/// method, so that one config runs both on the same data (paper 001 section 8).
+struct MethodName {
+  std::string base, variant;
+};
+MethodName split_method(const std::string& method);
+
+/// Analyst-side standardisation of the aligned representation: each column's mean and
+/// population standard deviation from the stacked training representation (a constant column
+/// keeps sd 1), applied to it and to the users' mapped test rows.
+void standardize_aligned(Matrix<double>& train, Matrix<double>& test);
+
 /// [parts[0]; parts[1]; ...]: the rows of every part, in order.
 Matrix<double> vstack(const std::vector<Matrix<double>>& parts);
 std::vector<double> concat(const std::vector<std::vector<double>>& parts);

@@ -160,7 +160,19 @@ class Runner {
     std::set<std::string> all = align_method_names();
     all.insert(kBaselines.begin(), kBaselines.end());
     all.insert("fedavg");
-    check_names(c_.methods, all, "method", "methods");
+    for (const auto& m : c_.methods) {
+      if (split_method(m).variant.empty() || is_align_method(m)) continue;
+      throw InvalidInput("experiment: unknown method variant '" + m +
+                         "' in key 'methods'; expected odc:haar, odc:identity, imakura:identity "
+                         "or imakura:uniform");
+    }
+    std::vector<std::string> bases;
+    for (const auto& m : c_.methods) bases.push_back(is_align_method(m) ? split_method(m).base : m);
+    check_names(bases, all, "method", "methods");
+    if (std::set<std::string>(c_.methods.begin(), c_.methods.end()).size() != c_.methods.size())
+      throw InvalidInput("experiment: key 'methods' names a method twice");
+    if (c_.redraw != "all" && c_.redraw != "alignment")
+      key_error("redraw", "= \"" + c_.redraw + "\" must be \"all\" or \"alignment\"");
     validate_fedavg();
     check_names(c_.models, kModels, "model", "models");
     check_names(c_.metrics, kMetrics, "metric", "metrics");
@@ -464,7 +476,14 @@ class Runner {
                          " users");
   }
 
-  Split make_split(index_t t) const { return draw_split(c_, train_, test_, n_test_, t); }
+  // The trial whose data (split, secret bases, anchor, noise, model seeds) trial t uses: t, or 0
+  // when only the alignment's random factors are redrawn (redraw = "alignment", paper 001
+  // section 8's design).
+  index_t data_trial(index_t t) const { return c_.redraw == "alignment" ? 0 : t; }
+
+  Split make_split(index_t t) const {
+    return draw_split(c_, train_, test_, n_test_, data_trial(t));
+  }
 
   // Vertical partitions: two complementary blocks of whole attributes, half of the users each.
   void validate_vertical() {
@@ -533,11 +552,15 @@ class Runner {
 
   AlignOptions align_options(const std::string& method, index_t t) const {
     AlignOptions ao;
-    ao.method = parse_method(method);
+    const MethodName name = split_method(method);
+    ao.method = parse_method(name.base);
     ao.seed = derive(c_.seed, 23, static_cast<std::uint64_t>(t));
     ao.evaluate = false;
-    ao.rotation = parse_target_rotation(c_.odc_rotation);
-    ao.right = parse_right_factor(c_.imakura_right);
+    // A variant in the name ("odc:identity", "imakura:uniform") overrides the config's factor.
+    ao.rotation = parse_target_rotation(
+        name.base == "odc" && !name.variant.empty() ? name.variant : c_.odc_rotation);
+    ao.right = parse_right_factor(
+        name.base == "imakura" && !name.variant.empty() ? name.variant : c_.imakura_right);
     ao.kawakami_form = kawakami_form_;
     if (c_.rdp_eta) ao.rdp_eta = *c_.rdp_eta;
     if (c_.gopp_tolerance) ao.gopp_tolerance = *c_.gopp_tolerance;
@@ -562,7 +585,7 @@ class Runner {
                       std::vector<Record>& out, const DcTraffic* traffic = nullptr) {
     for (const auto& kind : c_.models) {
       const auto t0 = Clock::now();
-      auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(t)));
+      auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t))));
       h->fit(X, y, static_cast<int>(train_.num_classes));
       const auto values = score(*h, Y, yY, c_.metrics, train_.num_classes);
       const double secs = since(t0);
@@ -611,7 +634,8 @@ class Runner {
         curve_seconds += since(e0);
       };
       const auto h = learn::fit_fedavg(
-          sp.X, sp.y, K, model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(t))), fo,
+          sp.X, sp.y, K,
+          model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t)))), fo,
           after_round);
       const auto values = score(*h, Y_all, yY_all, c_.metrics, train_.num_classes);
       const double secs = since(t0) - curve_seconds;  // training and the final scoring
@@ -641,8 +665,9 @@ class Runner {
     // Paper 001's DP baseline: the users' training rows themselves are released with noise.
     if (c_.dp_target == "raw")
       for (index_t i = 0; i < c_.users; ++i)
-        add_gaussian_noise(sp.X[i], dp_sigma_,
-                           derive(c_.seed, 43, static_cast<std::uint64_t>(t) * 4096 + i));
+        add_gaussian_noise(
+            sp.X[i], dp_sigma_,
+            derive(c_.seed, 43, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
     const auto want = [&](const char* m) {
       return std::find(c_.methods.begin(), c_.methods.end(), m) != c_.methods.end();
     };
@@ -661,7 +686,7 @@ class Runner {
     if (nri_) return nri_trial(t, sp, out);
 
     const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
-                                                 derive(c_.seed, 17, t));
+                                                 derive(c_.seed, 17, data_trial(t)));
     std::vector<Matrix<double>> anchor_blocks;  // the anchor's columns of each feature block
     for (const auto& b : blocks_) anchor_blocks.push_back(data::take_columns(A, b));
     // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
@@ -680,7 +705,8 @@ class Runner {
       double sigma_sum = 0;
       for (index_t i = 0; i < c_.users; ++i) {
         users.emplace_back(mine.X[i], "user " + std::to_string(i));
-        const std::uint64_t s = derive(c_.seed, 19, static_cast<std::uint64_t>(t) * 4096 + i);
+        const std::uint64_t s =
+            derive(c_.seed, 19, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i);
         if (shares_span(cond))
           users.back().choose_secret_basis_in(v1[static_cast<size_t>(std::max(block_of(i), 0))],
                                               mixing, s);
@@ -689,8 +715,9 @@ class Runner {
         released.push_back(users.back().release_data());
         if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
           const double sigma = released_sigma(users.back(), cond);
-          add_gaussian_noise(released.back(), sigma,
-                             derive(c_.seed, 41, static_cast<std::uint64_t>(t) * 4096 + i));
+          add_gaussian_noise(
+              released.back(), sigma,
+              derive(c_.seed, 41, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
           sigma_sum += sigma;
         }
         anchors.push_back(users.back().release_anchor(
@@ -741,8 +768,10 @@ class Runner {
           if (i < static_cast<index_t>(projected_test.size()))
             Yh.push_back(apply_change_of_basis(projected_test[i], G));
         }
-        fit_and_record(t, to_string(cond), method, vstack(Xh), concat(sp.y), vstack(Yh),
-                       concat(sp.yY), out, fedavg_ ? &traffic : nullptr);
+        Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
+        if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
+        fit_and_record(t, to_string(cond), method, X_train, concat(sp.y), X_test, concat(sp.yY),
+                       out, fedavg_ ? &traffic : nullptr);
       }
     }
   }
@@ -772,7 +801,8 @@ class Runner {
           const std::set<double> classes(sp.y[i].begin(), sp.y[i].end());
           if (classes.size() < 2) continue;
         }
-        auto h = model(kind, derive(c_.seed, 29, static_cast<std::uint64_t>(t) * 4096 + i));
+        auto h =
+            model(kind, derive(c_.seed, 29, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
         h->fit(sp.X[i], sp.y[i], static_cast<int>(train_.num_classes));
         // A user's test share may hold a single class, where ROC-AUC and PR-AUC are undefined
         // (the metrics refuse it); such users are left out of that metric's mean.
@@ -803,7 +833,7 @@ class Runner {
   // metric's mean over the workers scored, and how many of them had a constant t_i.
   void nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
     const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
-                                                 derive(c_.seed, 17, t));
+                                                 derive(c_.seed, 17, data_trial(t)));
     nri::WorkerOptions wo;
     wo.dim = l_;
     wo.delta = c_.nri_delta;
@@ -812,7 +842,8 @@ class Runner {
     std::vector<nri::Release> releases;
     for (index_t i = 0; i < c_.users; ++i)
       releases.push_back(nri::worker_release(
-          sp.X[i], sp.y[i], A, wo, derive(c_.seed, 31, static_cast<std::uint64_t>(t) * 4096 + i)));
+          sp.X[i], sp.y[i], A, wo,
+          derive(c_.seed, 31, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i)));
     const std::string holder = c_.holder();
     const index_t scored = holder == "first" ? 1 : c_.users;
     const Matrix<double> Y_all = holder == "own" ? Matrix<double>() : vstack(sp.Y);
@@ -825,7 +856,8 @@ class Runner {
         nri::MasterOptions mo;
         mo.align = align_options(method, t);
         mo.model = kind;
-        mo.model_options = model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(t)));
+        mo.model_options =
+            model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t))));
         mo.num_classes = K;
         AlignReport alignment;
         const auto anchor_labels = nri::master(releases, mo, *backend_, &alignment);
@@ -841,8 +873,9 @@ class Runner {
             if ((m != "roc_auc" && m != "pr_auc") || all_classes(y, K)) metrics.push_back(m);
           const auto res = nri::worker_finish(
               A, anchor_labels[static_cast<size_t>(i)], Y, y, kind,
-              model_options(derive(c_.seed, 37, static_cast<std::uint64_t>(t) * 4096 + i)), K,
-              metrics);
+              model_options(
+                  derive(c_.seed, 37, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i)),
+              K, metrics);
           if (res.constant) ++constant;
           for (const auto& [m, v] : res.scores) per_metric[m].push_back(v);
         }

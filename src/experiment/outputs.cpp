@@ -442,6 +442,8 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["odc_rotation"] = c.odc_rotation;
   cfg["imakura_right"] = c.imakura_right;
   cfg["kawakami_form"] = c.kawakami_form;
+  cfg["redraw"] = c.redraw;
+  cfg["standardize_aligned"] = c.standardize_aligned;
   {
     const dcalign::AlignOptions defaults;
     cfg["rdp_eta"] = c.rdp_eta.value_or(defaults.rdp_eta);
