@@ -20,6 +20,44 @@
 
 namespace dcalign::experiment {
 
+/// One key of a [sweep] section and its values, in the file's order, as text (a number's
+/// decimal form, or the string).
+struct SweepAxis {
+  std::string key;  ///< anchor_rows, anchor, dim, users, samples_per_user, test_samples, dp_epsilon
+  std::vector<std::string> values;
+};
+
+/// A test of the [[statistics]] section, run on the records once every sweep point has run.
+///  - "paired-t": method a against method b (a - b), paired by trial, per sweep point,
+///    condition, model and metric (a baseline, "central" or "local", pairs with every
+///    condition); stats::paired_t_test with `alternative` about mean(a - b); effect: d_z.
+///  - "anova1": one-way ANOVA across the levels of factors[0] (a swept key, "method" or
+///    "condition"), per combination of everything else; effect: Cohen's f.
+///  - "anova2": two-way ANOVA with interaction over factors[0] x factors[1], type II or III sums
+///    of squares (`sum_of_squares`); one row per term; effect: the partial-eta-squared f.
+/// ANOVAs over "method" or "condition" take the alignment methods only.
+struct StatisticsSpec {
+  std::string test;
+  std::string a, b;
+  std::string alternative = "two-sided";  ///< "two-sided", "less" or "greater"
+  std::vector<std::string> factors;
+  std::string sum_of_squares = "type2";  ///< "type2" or "type3"
+};
+
+/// One test result. The group fields hold "*" where the test runs across them.
+struct StatisticsResult {
+  std::string test;  ///< as in the spec
+  std::string what;  ///< "odc:haar - odc:identity", "anchor_rows", "anchor x anchor_rows"
+  std::string term;  ///< anova2: the first factor, the second, or "a:b"; else ""
+  std::string point, condition, method, model, metric;
+  index_t n = 0;            ///< pairs or observations
+  double statistic = 0;     ///< t or F
+  double df1 = 0, df2 = 0;  ///< t: df in df1; F: (effect, error)
+  double p = 1;
+  double effect = 0;              ///< d_z or Cohen's f
+  double mean_a = 0, mean_b = 0;  ///< paired-t: the two means
+};
+
 struct Config {
   std::string name = "experiment";
   /// "dc" (paper 001, Algorithm 1) or "nri-dc" (paper 004, Algorithm 1 with section 4.1's
@@ -184,6 +222,12 @@ struct Config {
   /// loaded 2-core machine (measured in the learning layer), and so did the alignment.
   int threads = 1;
   learn::ModelOptions model_options;
+  /// Factor sweeps ([sweep] in the file): every combination of the axes' values runs as one
+  /// point (the config with those values; axes in alphabetical key order, the first varying
+  /// slowest), all points with the same seed, so that they share the data draws (common random
+  /// numbers); the records carry their point ("anchor=uniform,anchor_rows=196").
+  std::vector<SweepAxis> sweep;
+  std::vector<StatisticsSpec> statistics;  ///< [[statistics]]
 };
 
 /// Reads a TOML experiment file. Unknown keys, wrong types and bad values throw InvalidInput
@@ -205,7 +249,8 @@ struct Record {
   index_t trial = 0;
   std::string condition, method, model, metric;
   double value = 0.0;
-  double seconds = 0.0;  ///< training + evaluation time of this model
+  double seconds = 0.0;    ///< training + evaluation time of this model
+  std::string point = "";  ///< the sweep point ("key=value,..."), "" without a sweep
 };
 
 /// One FedAvg round of one trial: the curves paper 002 plots against rounds. The test value is
@@ -227,14 +272,25 @@ struct Result {
   Config config;
   std::vector<Record> records;
   std::vector<RoundRecord> rounds;  ///< FedAvg's per-round curves
+  std::vector<StatisticsResult> statistics;
   double wall_seconds = 0.0;
   std::string machine;  ///< CPU model and thread counts
 };
 
 using Progress = std::function<void(const std::string&)>;
 
-/// Validates the configuration against the dataset (before any training) and runs it.
+/// Validates the configuration against the dataset (every sweep point, before any training),
+/// runs it (every point), then the tests of its statistics section.
 Result run(const Config& config, const Progress& progress = {});
+
+/// The sweep's points: one Config per combination of the axes' values (the config itself when it
+/// has no sweep), and their labels. Throws InvalidInput for an unknown key or a bad value.
+std::vector<std::pair<std::string, Config>> sweep_points(const Config& config);
+
+/// The tests of config.statistics on a run's records. Throws InvalidInput for a spec that does
+/// not fit the config (an unknown method or factor) and stats' errors for degenerate groups.
+std::vector<StatisticsResult> run_statistics(const Config& config,
+                                             const std::vector<Record>& records);
 
 /// Writes <dir>/<name>.json (config, machine, records), <dir>/<name>.csv (records) and
 /// <dir>/<name>.md (summary table in the layout of paper 001 Table 7).

@@ -69,6 +69,12 @@ index_t row_holders(const Config& c);
 Split draw_split(const Config& c, const data::Dataset& train, const data::Dataset& test,
                  index_t n_test, index_t trial);
 
+namespace detail {
+/// One point of a run (no sweep): Runner's checks alone (loading the dataset), and the run.
+void prepare_point(const Config& config, const Progress& progress);
+Result run_point(const Config& config, const Progress& progress);
+}  // namespace detail
+
 /// A seed derived from the run's seed and a purpose (a) and index (b).
 std::uint64_t derive(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0);
 

@@ -38,6 +38,50 @@ class Reader {
     return n->as_table();
   }
 
+  /// An array of tables ([[key]] in the file), or empty when absent.
+  std::vector<const toml::table*> tables(const char* key) {
+    seen_.insert(key);
+    std::vector<const toml::table*> out;
+    const toml::node* n = t_.get(key);
+    if (!n) return out;
+    const toml::array* arr = n->as_array();
+    if (!arr) fail(key, "an array of tables ([[key]] sections)");
+    for (const auto& e : *arr) {
+      if (!e.is_table()) fail(key, "an array of tables ([[key]] sections)");
+      out.push_back(e.as_table());
+    }
+    return out;
+  }
+
+  /// The keys of this table, each with its value as text: a non-empty array of integers,
+  /// numbers or strings (a [sweep] section).
+  std::vector<SweepAxis> value_lists() {
+    std::vector<SweepAxis> out;
+    for (const auto& [k, node] : t_) {
+      const std::string key(k.str());
+      seen_.insert(key);
+      const toml::array* arr = node.as_array();
+      if (!arr || arr->empty()) fail(key.c_str(), "a non-empty array of numbers or strings");
+      SweepAxis axis{key, {}};
+      for (const auto& e : *arr) {
+        if (e.is_integer()) {
+          axis.values.push_back(std::to_string(e.as_integer()->get()));
+        } else if (e.is_floating_point()) {
+          std::ostringstream os;
+          os.precision(15);
+          os << e.as_floating_point()->get();
+          axis.values.push_back(os.str());
+        } else if (e.is_string()) {
+          axis.values.push_back(e.as_string()->get());
+        } else {
+          fail(key.c_str(), "a non-empty array of numbers or strings");
+        }
+      }
+      out.push_back(std::move(axis));
+    }
+    return out;
+  }
+
   /// A non-empty array of integers, each within [lo, hi].
   void integer_list(const char* key, std::vector<int>& out, int lo, int hi) {
     seen_.insert(key);
@@ -302,7 +346,32 @@ Config load_config(const std::string& path) {
       }
     }
   }
+  if (const toml::table* sweep = r.section("sweep")) {
+    Reader f(*sweep, path, "sweep.");
+    c.sweep = f.value_lists();
+    if (c.sweep.empty()) r.fail("sweep", "a table with at least one key");
+  }
+  const auto specs = r.tables("statistics");
+  for (std::size_t k = 0; k < specs.size(); ++k) {
+    Reader f(*specs[k], path, "statistics[" + std::to_string(k) + "].");
+    StatisticsSpec spec;
+    f.get("test", spec.test);
+    f.get("a", spec.a);
+    f.get("b", spec.b);
+    f.get("alternative", spec.alternative);
+    f.get_list("factors", spec.factors);
+    f.get("sum_of_squares", spec.sum_of_squares);
+    f.reject_unknown();
+    c.statistics.push_back(std::move(spec));
+  }
   r.reject_unknown();
+  // The sweep's values and the tests' names, methods and factors, before any work.
+  try {
+    (void)sweep_points(c);
+    (void)run_statistics(c, {});
+  } catch (const InvalidInput& e) {
+    throw InvalidInput("experiment file '" + path + "': " + e.what());
+  }
   const bool fedavg = std::find(c.methods.begin(), c.methods.end(), "fedavg") != c.methods.end();
   if (t.get("fedavg") && !fedavg)
     r.fail("fedavg", "left out unless \"fedavg\" is in methods (the section would do nothing)");

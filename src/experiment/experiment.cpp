@@ -110,11 +110,16 @@ class Runner {
  public:
   Runner(const Config& c, const Progress& progress) : c_(c), progress_(progress) {}
 
-  Result run() {
-    const auto t0 = Clock::now();
+  /// Everything that can be checked before a trial: names, keys, the dataset and the sizes.
+  void prepare() {
     validate_names();
     load();
     validate_sizes();
+  }
+
+  Result run() {
+    const auto t0 = Clock::now();
+    prepare();
     // The CPU backend's threads too: one per run unless asked (two OpenMP threads made step 9
     // 1.7x slower on the 2-core development machine, bench/results/004).
     BackendOptions bo;
@@ -922,8 +927,16 @@ class Runner {
 };
 }  // namespace
 
-Result run(const Config& config, const Progress& progress) {
+namespace detail {
+
+void prepare_point(const Config& config, const Progress& progress) {
+  Runner(config, progress).prepare();
+}
+
+Result run_point(const Config& config, const Progress& progress) {
   return Runner(config, progress).run();
 }
+
+}  // namespace detail
 
 }  // namespace dcalign::experiment

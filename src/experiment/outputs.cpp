@@ -204,6 +204,38 @@ std::string privacy_table(const Result& r) {
   return os.str();
 }
 
+// The [[statistics]] tests: one row per test and group; significance at 5%.
+std::string statistics_table(const Result& r) {
+  if (r.statistics.empty()) return "";
+  std::ostringstream os;
+  os << "### Statistics\n\nPaired t-tests (t, df, p, Cohen's d_z) and ANOVAs (F, df, p, "
+        "Cohen's f); * p < 0.05. Groups: point / condition / method / model / metric, * where "
+        "the test runs across them.\n\n"
+        "| test | compared | term | group | n | mean a | mean b | statistic | df | p | effect |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& t : r.statistics) {
+    char buf[256];
+    const bool paired = t.test == "paired-t";
+    std::snprintf(buf, sizeof buf, "%.4g", t.statistic);
+    std::string stat = buf;
+    std::snprintf(buf, sizeof buf, "%.3g%s", t.p, t.p < 0.05 ? "*" : "");
+    std::string p = buf;
+    std::snprintf(buf, sizeof buf, "%.3f", t.effect);
+    std::string effect = buf;
+    std::string df = paired ? std::to_string(static_cast<long long>(t.df1))
+                            : std::to_string(static_cast<long long>(t.df1)) + ", " +
+                                  std::to_string(static_cast<long long>(t.df2));
+    os << "| " << t.test << " | " << t.what << " | " << (t.term.empty() ? "-" : t.term) << " | "
+       << (t.point.empty() ? "" : t.point + " / ") << t.condition << " / " << t.method << " / "
+       << t.model << " / " << t.metric << " | " << t.n << " | "
+       << (paired ? percent_or_raw(t.metric, t.mean_a) : "-") << " | "
+       << (paired ? percent_or_raw(t.metric, t.mean_b) : "-") << " | " << stat << " | " << df
+       << " | " << p << " | " << effect << " |\n";
+  }
+  os << "\n";
+  return os.str();
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -326,7 +358,20 @@ Description describe(const std::vector<double>& values) {
 
 std::string summary_table(const Result& r) {
   const auto& c = r.config;
-  if (c.protocol == "nri-dc") return nri_summary_table(r);
+  if (!c.sweep.empty()) {  // one summary per point, then the tests
+    std::ostringstream os;
+    for (const auto& [label, pc] : sweep_points(c)) {
+      Result sub;
+      sub.config = pc;
+      for (const auto& rec : r.records)
+        if (rec.point == label) sub.records.push_back(rec);
+      for (const auto& rr : r.rounds) sub.rounds.push_back(rr);
+      os << "## Point " << label << "\n\n" << summary_table(sub);
+    }
+    os << statistics_table(r);
+    return os.str();
+  }
+  if (c.protocol == "nri-dc") return nri_summary_table(r) + statistics_table(r);
   // (condition, method, model, metric) -> values over trials
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> g;
   for (const auto& rec : r.records)
@@ -406,6 +451,7 @@ std::string summary_table(const Result& r) {
   }
   if (!fed.empty()) os << communication_table(r, dc, fed);
   os << privacy_table(r);
+  os << statistics_table(r);
   return os.str();
 }
 
@@ -489,7 +535,38 @@ void write_outputs(const Result& r, const std::string& dir) {
                     {"metric", rec.metric},
                     {"value", rec.value},
                     {"seconds", rec.seconds}});
+  if (!c.sweep.empty()) {
+    nlohmann::ordered_json sweep;
+    for (const auto& axis : c.sweep) sweep[axis.key] = axis.values;
+    j["config"]["sweep"] = sweep;
+    for (size_t k = 0; k < r.records.size(); ++k) recs[k]["point"] = r.records[k].point;
+  }
   j["records"] = recs;
+  if (!r.statistics.empty()) {
+    nlohmann::ordered_json tests = nlohmann::ordered_json::array();
+    for (const auto& t : r.statistics) {
+      nlohmann::ordered_json e = {{"test", t.test},
+                                  {"what", t.what},
+                                  {"term", t.term},
+                                  {"point", t.point},
+                                  {"condition", t.condition},
+                                  {"method", t.method},
+                                  {"model", t.model},
+                                  {"metric", t.metric},
+                                  {"n", t.n},
+                                  {"statistic", t.statistic},
+                                  {"df1", t.df1},
+                                  {"df2", t.df2},
+                                  {"p", t.p},
+                                  {"effect", t.effect}};
+      if (t.test == "paired-t") {
+        e["mean_a"] = t.mean_a;
+        e["mean_b"] = t.mean_b;
+      }
+      tests.push_back(e);
+    }
+    j["statistics"] = tests;
+  }
   if (!r.rounds.empty()) {
     cfg_fedavg(j["config"], c);
     nlohmann::ordered_json rounds = nlohmann::ordered_json::array();
@@ -517,10 +594,14 @@ void write_outputs(const Result& r, const std::string& dir) {
   };
   write(base + ".json", j.dump(2) + "\n");
   std::ostringstream csv;
-  csv << "trial,condition,method,model,metric,value,seconds\n";
-  for (const auto& rec : r.records)
+  const bool swept = !c.sweep.empty();  // the point as a last column (its values hold no ',')
+  csv << "trial,condition,method,model,metric,value,seconds" << (swept ? ",point" : "") << "\n";
+  for (const auto& rec : r.records) {
     csv << rec.trial << "," << rec.condition << "," << rec.method << "," << rec.model << ","
-        << rec.metric << "," << rec.value << "," << rec.seconds << "\n";
+        << rec.metric << "," << rec.value << "," << rec.seconds;
+    if (swept) csv << ",\"" << rec.point << "\"";
+    csv << "\n";
+  }
   write(base + ".csv", csv.str());
   std::ostringstream md;
   md << "# " << c.name << "\n\nMachine: " << r.machine << ". Wall time: " << r.wall_seconds
