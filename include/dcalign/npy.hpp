@@ -37,6 +37,26 @@ Matrix<T> read_npy_matrix(const std::string& path);
 template <typename T>
 Stack<T> read_npy_stack(const std::string& path);
 
+/// Reads matrices [first, first + count) of a 3-D array of shape (c, rows, cols) without
+/// reading the others (one rank's users of a stack shared by several processes). Needs a C-order
+/// file (Fortran order interleaves the users); throws IoError naming the file otherwise, or when
+/// the range is outside [0, c).
+template <typename T>
+Stack<T> read_npy_stack_slice(const std::string& path, index_t first, index_t count);
+
+/// Creates (or truncates) `path` as a C-order 3-D array of shape (count, rows, cols) with the
+/// dtype of T and its full size, with unspecified data, for writers of slices
+/// (write_npy_stack_slice). Writes `path` itself, not a temporary: callers that need an atomic
+/// replacement pass a temporary name and rename it.
+template <typename T>
+void create_npy_stack(const std::string& path, index_t count, index_t rows, index_t cols);
+
+/// Writes `s` as matrices [first, first + s.count()) into an existing C-order 3-D file of the
+/// dtype of T and matching (rows, cols), such as create_npy_stack makes. Writers of disjoint
+/// ranges may run at the same time (pwrite at fixed offsets).
+template <typename T>
+void write_npy_stack_slice(const std::string& path, index_t first, StackView<const T> s);
+
 /// Writes a 2-D array in C order with the dtype of T (format version 1.0).
 template <typename T>
 void write_npy(const std::string& path, MatrixView<const T> m);

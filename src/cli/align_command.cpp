@@ -1,14 +1,22 @@
 #include <chrono>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <new>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
 #include "io/staged_outputs.hpp"
+#ifdef DCALIGN_HAVE_MPI
+#include "dcalign/distributed.hpp"
+#endif
 
 namespace dcalign::cli {
 namespace {
@@ -145,6 +153,154 @@ void run(const AlignArgs& a) {
             << "\n";
 }
 
+#ifdef DCALIGN_HAVE_MPI
+// `mpirun -np N dcalign align --distributed ...`: every rank reads its users (a slice of one
+// (c, a, l) file by offset, or its own file when --anchors contains "{rank}"), the ranks align
+// together (dcalign/distributed.hpp), each writes its G_i at its offset into one temporary file
+// that rank 0 renames after all have written. Every step that can fail on one rank is agreed
+// between the ranks, so an error is printed once, by rank 0, and every rank exits non-zero.
+
+std::string broadcast_string(dist::Communicator& comm, std::string s, int root) {
+  std::int64_t n = static_cast<std::int64_t>(s.size());
+  comm.broadcast(&n, sizeof n, root);
+  s.resize(static_cast<size_t>(n));
+  comm.broadcast(s.data(), n, root);
+  return s;
+}
+
+template <typename T>
+void run_distributed(const AlignArgs& a, const CLI::App& cmd, dist::Communicator& comm) {
+  check_align_args(a, cmd);
+  if (!a.model_out.empty())
+    throw UsageError(
+        "--model-out is not available with --distributed (the model would need "
+        "every user's data in one process)");
+  const int me = comm.rank(), ranks = comm.size();
+  AlignOptions opts;
+  dist::collective(comm, [&] { opts = make_options(a); });
+  io::StagedOutputs outputs;  // rank 0's: the temporaries and their renaming
+  std::string out_tmp, target_tmp, report_tmp;
+  dist::collective(comm, [&] {
+    if (me != 0) return;
+    out_tmp = outputs.stage(a.out, "--out");
+    if (!a.target_out.empty()) target_tmp = outputs.stage(a.target_out, "--target-out");
+    if (!a.report.empty()) report_tmp = outputs.stage(a.report, "--report");
+  });
+  out_tmp = broadcast_string(comm, out_tmp, 0);
+  BackendOptions bo;
+  bo.threads = a.threads;
+  std::shared_ptr<Backend> backend;
+  dist::collective(comm, [&] { backend = make_backend(parse_device(a.device), bo); });
+
+  const auto t0 = std::chrono::steady_clock::now();
+  Stack<T> anchors;
+  dist::UserRange mine;
+  index_t users = 0;
+  const std::string key = "{rank}";
+  const std::size_t at = a.anchors.find(key);
+  if (at != std::string::npos) {
+    std::string path = a.anchors;
+    path.replace(at, key.size(), std::to_string(me));
+    dist::collective(comm, [&] { anchors = read_npy_stack<T>(path); });
+    std::vector<std::int64_t> counts(static_cast<size_t>(ranks), 0);
+    counts[static_cast<size_t>(me)] = anchors.count();
+    comm.allreduce_sum(counts.data(), ranks);
+    for (int k = 0; k < ranks; ++k) {
+      if (k < me) mine.first += counts[static_cast<size_t>(k)];
+      users += counts[static_cast<size_t>(k)];
+    }
+    mine.count = anchors.count();
+  } else {
+    dist::collective(comm, [&] {
+      const NpyHeader h = read_npy_header(a.anchors);
+      if (h.shape.size() != 3)
+        throw IoError("npy file '" + a.anchors + "': expected a 3-D array of shape (c, a, l)");
+      users = h.shape[0];
+      mine = dist::even_split(users, me, ranks);
+      if (mine.count < 1)
+        throw InvalidInput("there are " + std::to_string(users) + " users for " +
+                           std::to_string(ranks) + " ranks; every rank needs at least one");
+      anchors = read_npy_stack_slice<T>(a.anchors, mine.first, mine.count);
+    });
+  }
+  double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  comm.allreduce_max(&read_s, 1);
+
+  const auto res = dist::align_distributed(comm, anchors, mine.first, users, opts, *backend);
+  // The report is the same on every rank: every rank throws alike.
+  if (!std::isfinite(res.report.objective) || std::isinf(res.report.consensus_objective))
+    throw NumericalError("the objective of " + res.report.method + " is not finite (" +
+                         std::to_string(res.report.objective) + ", consensus " +
+                         std::to_string(res.report.consensus_objective) +
+                         "), so no output was written; anchors this large overflow " + a.precision +
+                         ": scale them down (or use float64)");
+  dist::write_npy_distributed<T>(comm, out_tmp, res.G.view(), mine.first, users);
+  dist::collective(comm, [&] {
+    if (me != 0) return;
+    if (!a.target_out.empty()) {
+      if (res.target.size() == 0)
+        throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
+      write_npy<T>(target_tmp, res.target.view());
+    }
+    if (!a.report.empty()) {
+      std::ofstream f(report_tmp);
+      if (!f) throw IoError("cannot write the report to '" + a.report + "'");
+      f << res.report.to_json() << "\n";
+      f.close();
+      if (!f) throw IoError("writing the report to '" + a.report + "' failed");
+    }
+    outputs.commit();
+  });
+  if (me == 0)
+    std::cerr << "dcalign: " << res.report.method << " aligned " << res.report.users
+              << " users (a = " << res.report.anchor_rows << ", l = " << res.report.dim << ") over "
+              << ranks << " ranks in " << res.report.total_seconds << " s (read " << read_s
+              << " s); objective " << res.report.objective << ", orthogonality error "
+              << res.report.orthogonality_error << "\n";
+}
+
+/// Starts MPI, runs, finalises. An error (the same, agreed, on every rank) is printed once, by
+/// rank 0, in run_app's format; the other ranks wait at a barrier until it has been printed,
+/// because mpirun kills the remaining processes as soon as one exits non-zero. Then every rank
+/// exits with run_app's status (2 for a usage error, else 1).
+void run_distributed_command(const AlignArgs& a, const CLI::App& cmd) {
+  int status = 0;
+  {
+    dist::MpiSession mpi(nullptr, nullptr);
+    auto comm = dist::make_mpi_communicator();
+    std::string message;
+    try {
+      if (a.precision == "float64" || a.precision == "double")
+        run_distributed<double>(a, cmd, *comm);
+      else if (a.precision == "float32" || a.precision == "float")
+        run_distributed<float>(a, cmd, *comm);
+      else
+        throw InvalidInput("unknown --precision '" + a.precision +
+                           "'; expected float64 or float32");
+    } catch (const UsageError& e) {
+      status = 2;
+      message = e.what();
+    } catch (const std::bad_alloc&) {
+      status = 1;
+      message = "out of memory (a memory allocation failed; more ranks or smaller inputs may fit)";
+    } catch (const std::exception& e) {
+      status = 1;
+      message = e.what();
+    }
+    if (status != 0) {
+      if (comm->rank() == 0) std::cerr << "dcalign: error: " << message << std::endl;
+      comm->barrier();
+    }
+  }
+  if (status != 0) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+}
+#endif
+
 }  // namespace
 
 void add_align_command(CLI::App& app, AlignArgs& args) {
@@ -206,7 +362,22 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
   cmd->add_flag("--no-evaluate", args.no_evaluate, "skip objective/orthogonality evaluation");
   cmd->add_flag("--consensus", args.consensus,
                 "also compute the consensus objective (one more product over all anchors)");
+  // (Kept here rather than in AlignArgs: only this command has it.)
+  static bool distributed = false;
+  cmd->add_flag("--distributed", distributed,
+                "run under mpirun: the users are split over the ranks (--anchors is one (c, a, l) "
+                "file read by offset, or one file per rank when it contains {rank})");
   cmd->callback([&args, cmd] {
+    if (distributed) {
+#ifdef DCALIGN_HAVE_MPI
+      run_distributed_command(args, *cmd);
+      return;
+#else
+      throw BackendError(
+          "--distributed: dcalign was built without MPI (CMake found no MPI when it was "
+          "configured); install libopenmpi-dev and openmpi-bin and rebuild");
+#endif
+    }
     check_align_args(args, *cmd);
     if (args.precision == "float64" || args.precision == "double")
       run<double>(args);

@@ -59,6 +59,10 @@ void require_finite(const Matrix<double>& m, const std::string& what);
 /// ODC's right factor O (l x l) as chosen by the options (on the host).
 Matrix<double> target_rotation(const AlignOptions& opts, index_t l);
 
+/// Imakura-DC's right factor R (l x l) as chosen by the options (on the host): the identity,
+/// Unif[0,1) entries from the seed, or the supplied matrix (checked).
+Matrix<double> right_factor(const AlignOptions& opts, index_t l);
+
 /// Throws InvalidInput naming the first user whose ratio is at or below the tolerance.
 template <typename T>
 void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what);

@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "core/common.hpp"
-#include "dcalign/random.hpp"
 
 namespace dcalign::core {
 
@@ -21,19 +20,7 @@ void run_imakura(Context<T>& ctx, MatrixView<T> target) {
     MatrixView<T> U(u.data(), a, l);
     spectral_basis(ctx, U);
     ctx.timer.lap("svd");
-    Matrix<double> R;
-    if (ctx.opts.right == RightFactor::uniform) {
-      Rng rng = Rng::stream(ctx.opts.seed, 0x1AA);
-      R = random_uniform<double>(l, l, rng);
-    } else {
-      R = ctx.opts.right_matrix;
-      if (R.rows() != l || R.cols() != l)
-        throw InvalidInput("supplied right factor R is " + std::to_string(R.rows()) + " x " +
-                           std::to_string(R.cols()) + ", expected " + std::to_string(l) + " x " +
-                           std::to_string(l));
-      require_finite(R, "supplied right factor R");
-    }
-    Buffer<T> r = upload(p, R);
+    Buffer<T> r = upload(p, right_factor(ctx.opts, l));
     p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(U), MatrixView<const T>(r.data(), l, l),
            T(0), Z);
   }

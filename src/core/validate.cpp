@@ -103,6 +103,21 @@ Matrix<double> target_rotation(const AlignOptions& opts, index_t l) {
   return Matrix<double>::identity(l);
 }
 
+Matrix<double> right_factor(const AlignOptions& opts, index_t l) {
+  if (opts.right == RightFactor::identity) return Matrix<double>::identity(l);
+  if (opts.right == RightFactor::uniform) {
+    Rng rng = Rng::stream(opts.seed, 0x1AA);
+    return random_uniform<double>(l, l, rng);
+  }
+  const Matrix<double>& R = opts.right_matrix;
+  if (R.rows() != l || R.cols() != l)
+    throw InvalidInput("supplied right factor R is " + std::to_string(R.rows()) + " x " +
+                       std::to_string(R.cols()) + ", expected " + std::to_string(l) + " x " +
+                       std::to_string(l));
+  require_finite(R, "supplied right factor R");
+  return R;
+}
+
 template <typename T>
 void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what) {
   for (size_t k = 0; k < ratio.size(); ++k)

@@ -811,6 +811,114 @@ void write_npy(const std::string& path, StackView<const T> s) {
   write_file<T>(path, false, s.count(), s.rows(), s.cols(), [&s](index_t k) { return s[k]; });
 }
 
+template <typename T>
+Stack<T> read_npy_stack_slice(const std::string& path, index_t first, index_t count) {
+  const OpenedFile f = open_array(path, 3, "read_npy_stack_slice", "(count, rows, cols)");
+  const std::vector<index_t>& shape = f.file.header.shape;
+  if (first < 0 || count < 0 || first > shape[0] || count > shape[0] - first)
+    fail(path, "users [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                   ") are outside the array of shape " + shape_string(shape));
+  if (f.file.header.fortran_order && shape[0] > 1 && count < shape[0])
+    fail(path,
+         "cannot read a slice of users from a Fortran-order array (its users are "
+         "interleaved); save it in C order (numpy.ascontiguousarray)");
+  Stack<T> s(count, shape[1], shape[2]);
+  OpenedFile part;  // the same descriptor, data offset moved to the first user's matrix
+  part.file = f.file;
+  part.file.data_offset += first * shape[1] * shape[2] * dtype_size(f.file.header.dtype);
+  part.fd.reset(::dup(f.fd.get()));
+  if (part.fd.get() < 0) fail(path, std::string("cannot read: ") + std::strerror(errno));
+  read_data(path, part, count, shape[1], shape[2], s.data());
+  return s;
+}
+
+namespace {
+
+/// The version 1.0 header write_file writes for a C-order array of `shape` (padded, with '\n').
+template <typename T>
+std::string c_order_header(const std::vector<index_t>& shape) {
+  std::string header = std::string("{'descr': '<") + (sizeof(T) == 4 ? "f4" : "f8") +
+                       "', 'fortran_order': False, 'shape': " + shape_string(shape) + ", }";
+  const std::size_t unpadded = kMagicSize + 2 + 2 + header.size() + 1;
+  header.append((kDataAlignment - unpadded % kDataAlignment) % kDataAlignment, ' ');
+  header += '\n';
+  return header;
+}
+
+}  // namespace
+
+template <typename T>
+void create_npy_stack(const std::string& path, index_t count, index_t rows, index_t cols) {
+  if (count < 0 || rows < 0 || cols < 0)
+    throw InvalidInput("create_npy_stack '" + path + "': negative extent");
+  const std::string header = c_order_header<T>({count, rows, cols});
+  std::string pre(kMagic, kMagicSize);
+  pre += static_cast<char>(1);
+  pre += static_cast<char>(0);
+  pre += static_cast<char>(header.size() & 0xff);
+  pre += static_cast<char>(header.size() >> 8);
+  pre += header;
+  Fd fd;
+  fd.reset(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (fd.get() < 0) throw IoError("cannot write npy file '" + path + "': " + std::strerror(errno));
+  const auto bytes =
+      static_cast<index_t>(checked_bytes(count * rows * cols, sizeof(T), "create_npy_stack"));
+  if (::pwrite(fd.get(), pre.data(), pre.size(), 0) != static_cast<ssize_t>(pre.size()) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(pre.size()) + static_cast<off_t>(bytes)) != 0)
+    throw IoError("cannot write npy file '" + path + "': " + std::strerror(errno));
+}
+
+template <typename T>
+void write_npy_stack_slice(const std::string& path, index_t first, StackView<const T> s) {
+  if (!host_is_little_endian())
+    throw IoError("write_npy_stack_slice '" + path + "': big-endian hosts are not supported");
+  index_t data_offset = 0;
+  {
+    Fd rd;
+    const ParsedFile f = parse_file(path, rd);
+    const auto& shape = f.header.shape;
+    const DType want = sizeof(T) == 4 ? DType::float32 : DType::float64;
+    if (shape.size() != 3 || f.header.fortran_order || f.swap_bytes || f.header.dtype != want ||
+        shape[1] != s.rows() || shape[2] != s.cols())
+      fail(path, "write_npy_stack_slice: the file is not a C-order little-endian " +
+                     std::string(dtype_name(want)) + " array of shape (c, " +
+                     std::to_string(s.rows()) + ", " + std::to_string(s.cols()) + ")");
+    if (first < 0 || first + s.count() > shape[0])
+      fail(path, "write_npy_stack_slice: users [" + std::to_string(first) + ", " +
+                     std::to_string(first + s.count()) + ") are outside the array of shape " +
+                     shape_string(shape));
+    data_offset = f.data_offset;
+  }
+  Fd fd;
+  fd.reset(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw IoError("cannot write npy file '" + path + "': " + std::strerror(errno));
+  const index_t r = s.rows(), k = s.cols();
+  std::vector<T> buf(static_cast<std::size_t>(r * k));
+  for (index_t m = 0; m < s.count(); ++m) {
+    const MatrixView<const T> x = s[m];
+    for (index_t i = 0; i < r; ++i)
+      for (index_t j = 0; j < k; ++j) buf[static_cast<std::size_t>(i * k + j)] = x(i, j);
+    const auto n = static_cast<std::size_t>(r * k) * sizeof(T);
+    const auto* bytes = reinterpret_cast<const char*>(buf.data());
+    off_t at = static_cast<off_t>(data_offset + (first + m) * r * k * index_t(sizeof(T)));
+    for (std::size_t done = 0; done < n;) {
+      const ssize_t w = ::pwrite(fd.get(), bytes + done, n - done, at);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0)
+        throw IoError("cannot write npy file '" + path +
+                      "': " + (w < 0 ? std::strerror(errno) : "no progress (disk full?)"));
+      done += static_cast<std::size_t>(w);
+      at += w;
+    }
+  }
+}
+
+template Stack<float> read_npy_stack_slice<float>(const std::string&, index_t, index_t);
+template Stack<double> read_npy_stack_slice<double>(const std::string&, index_t, index_t);
+template void create_npy_stack<float>(const std::string&, index_t, index_t, index_t);
+template void create_npy_stack<double>(const std::string&, index_t, index_t, index_t);
+template void write_npy_stack_slice<float>(const std::string&, index_t, StackView<const float>);
+template void write_npy_stack_slice<double>(const std::string&, index_t, StackView<const double>);
 template Matrix<float> read_npy_matrix<float>(const std::string&);
 template Matrix<double> read_npy_matrix<double>(const std::string&);
 template Stack<float> read_npy_stack<float>(const std::string&);
