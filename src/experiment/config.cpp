@@ -265,7 +265,7 @@ Config load_config(const std::string& path) {
   r.get("partition", c.partition);
   r.real("dirichlet_alpha", c.dirichlet_alpha, 0, true, kInf, false);
   r.integer("users", c.users, 1);
-  r.integer("samples_per_user", c.samples_per_user, 1);
+  r.integer("samples_per_user", c.samples_per_user, 0);  // 0: every row (label-skew only)
   r.integer("test_samples", c.test_samples, 0);
   r.integer("subsample", c.subsample, 0);
   r.get("subsample_stratified", c.subsample_stratified);

@@ -184,11 +184,19 @@ class Runner {
     if (!kPartitions.count(c_.partition))
       throw InvalidInput("experiment: unknown partition '" + c_.partition +
                          "'; expected one of: " + join(kPartitions));
-    anchor_kind_ = parse_anchor_kind(c_.anchor);
+    // "public:<dataset>": anchor rows drawn from another dataset (paper 003's public molecules).
+    if (c_.anchor.rfind("public:", 0) == 0) {
+      public_anchor_ = c_.anchor.substr(7);
+      data::dataset_files(public_anchor_);  // unknown names throw with the list of known ones
+    } else {
+      anchor_kind_ = parse_anchor_kind(c_.anchor);
+    }
+    if (c_.samples_per_user == 0 && c_.partition != "label-skew")
+      key_error("samples_per_user", "= 0 (every row) needs partition = \"label-skew\"");
     parse_device(c_.device);
-    if (c_.trials < 1 || c_.users < 1 || c_.samples_per_user < 1 || c_.anchor_rows < 1)
+    if (c_.trials < 1 || c_.users < 1 || c_.samples_per_user < 0 || c_.anchor_rows < 1)
       throw InvalidInput(
-          "experiment: trials, users, samples_per_user and anchor_rows must be >= 1");
+          "experiment: trials, users and anchor_rows must be >= 1, samples_per_user >= 0");
     // Before loading anything: validate_sizes() compares this product with the dataset.
     (void)checked_mul(c_.users, c_.samples_per_user, "experiment: users x samples_per_user");
     if (c_.conditions.empty()) throw InvalidInput("experiment: no conditions given");
@@ -404,6 +412,57 @@ class Runner {
                            std::to_string(train_.samples()) + " samples)");
       split_per_trial_ = true;
     }
+    if (!public_anchor_.empty()) load_public_anchor(lo);
+  }
+
+  // The public pool of anchor rows: every row of the named dataset (training and test) whose
+  // id does not occur in the task's data (molecules: canonical SMILES), so that the anchor holds
+  // no user's molecule.
+  void load_public_anchor(const data::LoadOptions& lo) {
+    if (progress_) progress_("loading the public anchor pool " + public_anchor_);
+    data::LoadOptions plo = lo;
+    plo.onehot = data::OneHotCoding::full;
+    plo.heart_ca_categorical = false;
+    auto tt = data::load_dataset(public_anchor_, plo);
+    if (tt.train.features() != train_.features())
+      key_error("anchor", "= \"" + c_.anchor + "\": '" + public_anchor_ + "' has " +
+                              std::to_string(tt.train.features()) + " features, the task '" +
+                              c_.dataset + "' " + std::to_string(train_.features()));
+    std::set<std::string> task(train_.sample_ids.begin(), train_.sample_ids.end());
+    task.insert(test_.sample_ids.begin(), test_.sample_ids.end());
+    std::vector<index_t> keep;
+    index_t removed = 0;
+    for (const data::Dataset* d : {&tt.train, &tt.test}) {
+      for (index_t i = 0; i < d->samples(); ++i) {
+        const bool known =
+            !d->sample_ids.empty() && task.count(d->sample_ids[static_cast<size_t>(i)]) > 0;
+        if (known) {
+          ++removed;
+          continue;
+        }
+        keep.push_back(i + (d == &tt.test ? tt.train.samples() : 0));
+      }
+    }
+    if (static_cast<index_t>(keep.size()) < c_.anchor_rows)
+      key_error("anchor", "= \"" + c_.anchor + "\": " + std::to_string(keep.size()) + " rows of '" +
+                              public_anchor_ + "' are left after removing the " +
+                              std::to_string(removed) + " that occur in '" + c_.dataset +
+                              "', fewer than anchor_rows = " + std::to_string(c_.anchor_rows));
+    Matrix<double> all = tt.test.samples() > 0 ? vstack({tt.train.X, tt.test.X}) : tt.train.X;
+    public_pool_ = data::take_rows(all, keep);
+    if (progress_)
+      progress_("public anchor pool: " + std::to_string(keep.size()) + " rows of " +
+                public_anchor_ + " (" + std::to_string(removed) + " left out: in the task's data)");
+  }
+
+  // Trial t's anchor: generated from the seed, or anchor_rows rows of the public pool drawn
+  // from it.
+  Matrix<double> anchor(index_t t) const {
+    const std::uint64_t seed = derive(c_.seed, 17, data_trial(t));
+    if (public_anchor_.empty())
+      return make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_, seed);
+    return data::take_rows(public_pool_,
+                           data::partition_iid(public_pool_.rows(), 1, c_.anchor_rows, seed)[0]);
   }
 
   void validate_sizes() {
@@ -431,10 +490,11 @@ class Runner {
     if (l_ > m)
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) + " exceeds the " +
                          std::to_string(m) + " features m of '" + c_.dataset + "'");
-    if (l_ > c_.samples_per_user)
+    if (c_.samples_per_user > 0 && l_ > c_.samples_per_user)
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
                          " exceeds samples_per_user = " + std::to_string(c_.samples_per_user) +
                          " (a user's top-l singular vectors need l <= n_i)");
+    if (c_.samples_per_user == 0) check_all_rows_partition();
     if (l_ > c_.anchor_rows)
       throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
                          " exceeds anchor_rows = " + std::to_string(c_.anchor_rows));
@@ -488,6 +548,32 @@ class Runner {
 
   Split make_split(index_t t) const {
     return draw_split(c_, train_, test_, n_test_, data_trial(t));
+  }
+
+  // samples_per_user = 0 with label-skew: every training row, each class dealt evenly among the
+  // users holding it (users u, u + K, ... hold class u). Every user must get at least l rows,
+  // whichever rows the test set takes (a test row is counted against every class).
+  void check_all_rows_partition() {
+    const index_t K = train_.num_classes;
+    if (K < 2) key_error("samples_per_user", "= 0 needs a classification dataset");
+    if (c_.users < K)
+      key_error("samples_per_user",
+                "= 0 with " + std::to_string(c_.users) +
+                    " users leaves a class without a user (K = " + std::to_string(K) + ")");
+    const index_t pool = c_.subsample > 0 ? c_.subsample : train_.samples();
+    std::vector<index_t> count(static_cast<size_t>(K), 0);
+    for (double v : train_.y) ++count[static_cast<size_t>(v)];
+    for (index_t k = 0; k < K; ++k) {
+      const index_t holders = c_.users / K + (k < c_.users % K ? 1 : 0);
+      index_t rows = count[static_cast<size_t>(k)] * std::min<index_t>(pool, train_.samples()) /
+                     train_.samples();
+      if (split_per_trial_) rows -= std::min(rows, c_.test_samples);
+      if (rows / holders < l_)
+        key_error("samples_per_user", "= 0: class " + std::to_string(k) + " may leave its " +
+                                          std::to_string(holders) + " user(s) only " +
+                                          std::to_string(rows / holders) +
+                                          " rows each, fewer than l = " + std::to_string(l_));
+    }
   }
 
   // Vertical partitions: two complementary blocks of whole attributes, half of the users each.
@@ -690,8 +776,7 @@ class Runner {
     if (fedavg_) fedavg(t, sp, res);
     if (nri_) return nri_trial(t, sp, out);
 
-    const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
-                                                 derive(c_.seed, 17, data_trial(t)));
+    const Matrix<double> A = anchor(t);
     std::vector<Matrix<double>> anchor_blocks;  // the anchor's columns of each feature block
     for (const auto& b : blocks_) anchor_blocks.push_back(data::take_columns(A, b));
     // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
@@ -837,8 +922,7 @@ class Runner {
   // model the master returns anchor labels and every worker scores its own t_i. Recorded: the
   // metric's mean over the workers scored, and how many of them had a constant t_i.
   void nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
-    const Matrix<double> A = make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_,
-                                                 derive(c_.seed, 17, data_trial(t)));
+    const Matrix<double> A = anchor(t);
     nri::WorkerOptions wo;
     wo.dim = l_;
     wo.delta = c_.nri_delta;
@@ -923,6 +1007,8 @@ class Runner {
   index_t l_ = 0, n_test_ = 0;
   double dp_sigma_ = 0;  ///< the AGM sigma for Delta = dp_row_range
   AnchorKind anchor_kind_ = AnchorKind::uniform;
+  std::string public_anchor_;   ///< the dataset of "public:<dataset>" anchors, else ""
+  Matrix<double> public_pool_;  ///< its rows that are not in the task's data
   std::shared_ptr<Backend> backend_;
 };
 }  // namespace
