@@ -283,6 +283,10 @@ using Progress = std::function<void(const std::string&)>;
 /// runs it (every point), then the tests of its statistics section.
 Result run(const Config& config, const Progress& progress = {});
 
+/// Everything run() checks before its first trial (the keys, the tests, every sweep point's
+/// dataset and sizes), without running one; returns the number of points.
+std::size_t check(const Config& config);
+
 /// The sweep's points: one Config per combination of the axes' values (the config itself when it
 /// has no sweep), and their labels. Throws InvalidInput for an unknown key or a bad value.
 std::vector<std::pair<std::string, Config>> sweep_points(const Config& config);

@@ -11,6 +11,7 @@ void add_experiment_command(CLI::App& app) {
   struct Args {
     std::string file, out_dir = "experiments/results", data_dir, device;
     long long trials = 0;
+    bool check = false;
   };
   static Args args;
   auto* cmd = app.add_subcommand("experiment", kExperimentDescription);
@@ -22,6 +23,8 @@ void add_experiment_command(CLI::App& app) {
   cmd->add_option("--trials", args.trials, "override the number of trials (>= 1)");
   cmd->add_option("--device", args.device, "override the device (cpu | cuda)")
       ->check(device_names());
+  cmd->add_flag("--check", args.check,
+                "only check the file: keys, dataset, sizes and every sweep point; no trial runs");
   cmd->callback([cmd] {
     // Only options the user gave are checked (and applied): an explicit --trials must be a
     // usable count, never ignored.
@@ -31,6 +34,12 @@ void add_experiment_command(CLI::App& app) {
     if (!args.data_dir.empty()) cfg.data_dir = args.data_dir;
     if (cmd->count("--trials")) cfg.trials = args.trials;
     if (!args.device.empty()) cfg.device = args.device;
+    if (args.check) {
+      const auto points = experiment::check(cfg);
+      std::cout << "dcalign: " << args.file << " is valid: " << points << " point(s) of "
+                << cfg.trials << " trial(s)\n";
+      return;
+    }
     std::filesystem::create_directories(args.out_dir);
     auto result = experiment::run(
         cfg, [](const std::string& msg) { std::cerr << "dcalign: " << msg << std::endl; });

@@ -551,8 +551,9 @@ class Runner {
   }
 
   // samples_per_user = 0 with label-skew: every training row, each class dealt evenly among the
-  // users holding it (users u, u + K, ... hold class u). Every user must get at least l rows,
-  // whichever rows the test set takes (a test row is counted against every class).
+  // users holding it (users u, u + K, ... hold class u). Every user must get at least l rows: the
+  // class's rows expected after a random test split of test_samples rows, less 10% (the split
+  // takes each class in proportion, up to a few standard deviations).
   void check_all_rows_partition() {
     const index_t K = train_.num_classes;
     if (K < 2) key_error("samples_per_user", "= 0 needs a classification dataset");
@@ -567,7 +568,10 @@ class Runner {
       const index_t holders = c_.users / K + (k < c_.users % K ? 1 : 0);
       index_t rows = count[static_cast<size_t>(k)] * std::min<index_t>(pool, train_.samples()) /
                      train_.samples();
-      if (split_per_trial_) rows -= std::min(rows, c_.test_samples);
+      if (split_per_trial_)
+        rows = static_cast<index_t>(
+            0.9 * static_cast<double>(rows) *
+            (1.0 - static_cast<double>(c_.test_samples) / static_cast<double>(pool)));
       if (rows / holders < l_)
         key_error("samples_per_user", "= 0: class " + std::to_string(k) + " may leave its " +
                                           std::to_string(holders) + " user(s) only " +

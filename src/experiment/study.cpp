@@ -46,7 +46,8 @@ double real_value(const std::string& key, const std::string& text) {
 
 void apply(Config& c, const std::string& key, const std::string& value) {
   if (key == "anchor") {
-    if (value != "uniform" && value != "normal") sweep_error(key, value, "uniform or normal");
+    if (value != "uniform" && value != "normal" && value.rfind("public:", 0) != 0)
+      sweep_error(key, value, "uniform, normal or public:<dataset>");
     c.anchor = value;
   } else if (key == "anchor_rows") {
     c.anchor_rows = integer_value(key, value, 1);
@@ -187,6 +188,13 @@ std::vector<std::pair<std::string, Config>> sweep_points(const Config& config) {
     }
   }
   return points;
+}
+
+std::size_t check(const Config& config) {
+  validate_statistics(config);
+  const auto points = sweep_points(config);
+  for (const auto& [label, c] : points) detail::prepare_point(c, {});
+  return points.size();
 }
 
 Result run(const Config& config, const Progress& progress) {

@@ -52,6 +52,7 @@ TEST(ExperimentStudy, SweepPointsRunAsTheirOwnConfigs) {
   EXPECT_EQ(points[3].second.dim, 10);
   EXPECT_TRUE(points[3].second.sweep.empty());
 
+  EXPECT_EQ(experiment::check(c), 4u);  // every point prepared, no trial run
   const auto res = experiment::run(c);
   std::set<std::string> labels;
   for (const auto& r : res.records) labels.insert(r.point);
@@ -173,6 +174,7 @@ TEST(ExperimentStudy, BadSweepsAndTestsFailBeforeAnyTrial) {
   fails(c, "repeats a value");
   c.sweep = {{"dim", {"5", "70"}}};  // the second point has l > m = 64
   fails(c, "exceeds the 64 features");
+  EXPECT_THROW(experiment::check(c), InvalidInput);
   c = study();
   c.statistics = {{"paired-t", "odc", "kawakami", "less", {}, "type2"}};
   fails(c, "method 'kawakami' is not in 'methods'");
