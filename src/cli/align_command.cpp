@@ -102,6 +102,24 @@ AlignOptions make_options(const AlignArgs& a) {
   return o;
 }
 
+// The target (--target-out) and the report (--report) into their staged files.
+template <typename T>
+void write_target_and_report(const AlignArgs& a, const Matrix<T>& target, const AlignReport& report,
+                             const std::string& target_tmp, const std::string& report_tmp) {
+  if (!a.target_out.empty()) {
+    if (target.size() == 0)
+      throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
+    write_npy<T>(target_tmp, target.view());
+  }
+  if (!a.report.empty()) {
+    std::ofstream f(report_tmp);
+    if (!f) throw IoError("cannot write the report to '" + a.report + "'");
+    f << report.to_json() << "\n";
+    f.close();
+    if (!f) throw IoError("writing the report to '" + a.report + "' failed");
+  }
+}
+
 template <typename T>
 void run(const AlignArgs& a) {
   const AlignOptions opts = make_options(a);
@@ -132,18 +150,7 @@ void run(const AlignArgs& a) {
                          "), so no output was written; anchors this large overflow " + a.precision +
                          ": scale them down (or use float64)");
   write_npy<T>(out_tmp, res.G.view());
-  if (!a.target_out.empty()) {
-    if (res.target.size() == 0)
-      throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
-    write_npy<T>(target_tmp, res.target.view());
-  }
-  if (!a.report.empty()) {
-    std::ofstream f(report_tmp);
-    if (!f) throw IoError("cannot write the report to '" + a.report + "'");
-    f << res.report.to_json() << "\n";
-    f.close();
-    if (!f) throw IoError("writing the report to '" + a.report + "' failed");
-  }
+  write_target_and_report(a, res.target, res.report, target_tmp, report_tmp);
   if (!a.model_out.empty()) model.save(a.model_out);
   outputs.commit();
   std::cerr << "dcalign: " << res.report.method << " aligned " << res.report.users
@@ -237,18 +244,7 @@ void run_distributed(const AlignArgs& a, const CLI::App& cmd, dist::Communicator
   dist::write_npy_distributed<T>(comm, out_tmp, res.G.view(), mine.first, users);
   dist::collective(comm, [&] {
     if (me != 0) return;
-    if (!a.target_out.empty()) {
-      if (res.target.size() == 0)
-        throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
-      write_npy<T>(target_tmp, res.target.view());
-    }
-    if (!a.report.empty()) {
-      std::ofstream f(report_tmp);
-      if (!f) throw IoError("cannot write the report to '" + a.report + "'");
-      f << res.report.to_json() << "\n";
-      f.close();
-      if (!f) throw IoError("writing the report to '" + a.report + "' failed");
-    }
+    write_target_and_report(a, res.target, res.report, target_tmp, report_tmp);
     outputs.commit();
   });
   if (me == 0)

@@ -171,6 +171,18 @@ struct Shard {
     comm.broadcast(h.data(), n * index_t(sizeof(T)), root);
     p.to_device(h.data(), x, n);
   }
+  /// The top-l basis U (a x l, backend memory) and singular values s computed on rank 0, to
+  /// every rank; the same values everywhere, so every rank throws alike (none waits) when the
+  /// concatenated anchor has rank below l.
+  void share_basis(T* U, std::vector<T>& s, index_t a, index_t l) {
+    timer.lap("eigensolver");
+    broadcast(U, a * l, 0);
+    comm.broadcast(s.data(), l * index_t(sizeof(T)), 0);
+    timer.lap("broadcast");
+    if (!(s.back() > T(0)))
+      throw InvalidInput("the concatenated anchor [A_1 ... A_c] has rank below l = " +
+                         std::to_string(l) + "; no l-dimensional target exists");
+  }
   int owner(index_t user) const {
     for (int k = 0; k < comm.size(); ++k) {
       const UserRange r = ranges[static_cast<size_t>(k)];
@@ -206,14 +218,7 @@ std::string gram_left_vectors(Shard<T>& sh, StackView<const T> X, MatrixView<T> 
     p.syev_largest(K, l, lambda.data(), U);
     for (index_t j = 0; j < l; ++j) s[j] = std::sqrt(std::max(lambda[j], T(0)));
   });
-  sh.timer.lap("eigensolver");
-  sh.broadcast(U.data(), a * l, 0);
-  sh.comm.broadcast(s.data(), l * index_t(sizeof(T)), 0);
-  sh.timer.lap("broadcast");
-  // The same values on every rank: every rank throws, none waits.
-  if (!(s.back() > T(0)))
-    throw InvalidInput("the concatenated anchor [A_1 ... A_c] has rank below l = " +
-                       std::to_string(l) + "; no l-dimensional target exists");
+  sh.share_basis(U.data(), s, a, l);
   std::string what = "gram (distributed: sum over ranks of the a x a Gram matrix)";
   const double ratio = static_cast<double>(s.front()) / static_cast<double>(s.back());
   if (ratio > core::kGramMaxRatio) {
@@ -293,13 +298,7 @@ std::string sketch_left_vectors(Shard<T>& sh, StackView<const T> X, MatrixView<T
     for (index_t j = 0; j < l; ++j) s[j] = std::sqrt(std::max(lambda[j], T(0)));
     p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(Y), MatrixView<const T>(V), T(0), U);
   });
-  sh.timer.lap("eigensolver");
-  sh.broadcast(U.data(), a * l, 0);
-  sh.comm.broadcast(s.data(), l * index_t(sizeof(T)), 0);
-  sh.timer.lap("broadcast");
-  if (!(s.back() > T(0)))
-    throw InvalidInput("the concatenated anchor [A_1 ... A_c] has rank below l = " +
-                       std::to_string(l) + "; no l-dimensional target exists");
+  sh.share_basis(U.data(), s, a, l);
   return "randomized (distributed sketch: oversampling " + std::to_string(k - l) + ", " +
          std::to_string(sh.opts.svd.power_iterations) + " power iterations)";
 }
