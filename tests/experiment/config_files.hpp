@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -41,6 +42,22 @@ inline void expect_config_error(const std::string& toml,
     for (const auto& f : fragments)
       EXPECT_NE(msg.find(f), std::string::npos) << "'" << f << "' missing in: " << msg;
   }
+}
+
+/// experiment::run(c) must throw InvalidInput containing `fragment`, within `max_seconds` (the
+/// checks run before any data is drawn or trained on).
+inline void expect_run_error(const experiment::Config& c, const std::string& fragment,
+                             double max_seconds = 5.0) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    experiment::run(c);
+    ADD_FAILURE() << "no exception for " << fragment;
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+            max_seconds)
+      << fragment;
 }
 
 }  // namespace dcalign::testing
