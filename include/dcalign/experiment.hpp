@@ -98,6 +98,9 @@ struct Config {
   /// One-hot coding of the categorical columns: "full" (one indicator per level) or
   /// "drop-first" (pandas' get_dummies(drop_first=True), as paper 004 codes its datasets).
   std::string onehot = "full";
+  /// Standardise the dataset's continuous columns when loading (data::LoadOptions::standardize;
+  /// Adult's six numeric columns, Pima's, ...). false: their raw values.
+  bool standardize = true;
   /// heart-disease only: ca "continuous" (the loader's default) or "categorical" (one-hot, as
   /// paper 004 section 4.2.2 lists it).
   std::string heart_ca = "continuous";

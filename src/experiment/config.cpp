@@ -271,6 +271,7 @@ Config load_config(const std::string& path) {
   r.get("subsample_stratified", c.subsample_stratified);
   r.get("onehot", c.onehot);
   r.get("heart_ca", c.heart_ca);
+  r.get("standardize", c.standardize);
   r.integer("emulate_duplicates", c.emulate_duplicates, 0);
   r.integer("anchor_rows", c.anchor_rows, 1);
   r.get("anchor", c.anchor);

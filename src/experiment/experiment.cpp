@@ -367,6 +367,7 @@ class Runner {
     lo.verify_checksums = c_.verify_checksums;
     lo.onehot = data::parse_onehot_coding(c_.onehot);
     lo.heart_ca_categorical = c_.heart_ca == "categorical";
+    lo.standardize = c_.standardize;
     if (progress_)
       progress_(c_.dataset == "synthetic"
                     ? std::string("dataset 'synthetic': ARTIFICIAL Gaussian classes, not real data")

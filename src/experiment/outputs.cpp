@@ -479,6 +479,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["subsample_stratified"] = c.subsample_stratified;
   cfg["onehot"] = c.onehot;
   cfg["heart_ca"] = c.heart_ca;
+  cfg["standardize"] = c.standardize;
   cfg["emulate_duplicates"] = c.emulate_duplicates;
   cfg["anchor_rows"] = c.anchor_rows;
   cfg["anchor"] = c.anchor;

@@ -84,9 +84,11 @@ TEST(ExperimentPairedDesign, BadVariantsAndRedrawFail) {
   testing::expect_config_error("dataset = \"synthetic\"\nredraw = \"trial\"\n", {"redraw"});
   const auto ok = testing::load_toml(
       "dataset = \"synthetic\"\nredraw = \"alignment\"\nstandardize_aligned = true\n"
+      "standardize = false\n"
       "methods = [\"odc:identity\", \"imakura:uniform\"]\n");
   EXPECT_EQ(ok.redraw, "alignment");
   EXPECT_TRUE(ok.standardize_aligned);
+  EXPECT_FALSE(ok.standardize);
 }
 
 TEST(ExperimentStandardize, TrainStatisticsAppliedToBoth) {
