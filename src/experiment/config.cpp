@@ -383,6 +383,9 @@ Config load_config(const std::string& path) {
   (void)checked_mul(c.users, c.samples_per_user,
                     "experiment file '" + path + "': users x samples_per_user");
   if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
+  if (c.samples_per_user == 0 && c.partition != "label-skew")
+    r.fail("samples_per_user",
+           "at least 1 (0, every training row, needs partition = \"label-skew\")");
   if (c.onehot != "full" && c.onehot != "drop-first")
     r.fail("onehot", "\"full\" or \"drop-first\"");
   if (c.heart_ca != "continuous" && c.heart_ca != "categorical")
