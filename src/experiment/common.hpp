@@ -70,6 +70,8 @@ Split draw_split(const Config& c, const data::Dataset& train, const data::Datase
                  index_t n_test, index_t trial);
 
 namespace detail {
+/// The [[statistics]] specs against the config (names, methods, factors); throws InvalidInput.
+void validate_statistics(const Config& config);
 /// One point of a run (no sweep): Runner's checks alone (loading the dataset), and the run.
 void prepare_point(const Config& config, const Progress& progress);
 Result run_point(const Config& config, const Progress& progress);

@@ -17,8 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const dcalign::experiment::Config c = dcalign::experiment::load_config(path);
     if (!dcalign::experiment::experiment_name_problem(c.name).empty() || c.dataset.empty() ||
-        c.users < 1 || c.samples_per_user < 1 || c.anchor_rows < 1 || c.dim < 0 || c.trials < 1 ||
-        c.conditions.empty() || c.methods.empty() || c.models.empty()) {
+        c.users < 1 || c.samples_per_user < 0 ||
+        (c.samples_per_user == 0 && c.partition != "label-skew") || c.anchor_rows < 1 ||
+        c.dim < 0 || c.trials < 1 || c.conditions.empty() || c.methods.empty() ||
+        c.models.empty()) {
       std::fprintf(stderr, "fuzz_toml: load_config accepted an invalid configuration\n");
       std::abort();
     }
