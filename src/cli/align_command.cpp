@@ -111,13 +111,18 @@ void write_target_and_report(const AlignArgs& a, const Matrix<T>& target, const 
       throw InvalidInput("--target-out: method " + a.method + " has no target matrix");
     write_npy<T>(target_tmp, target.view());
   }
-  if (!a.report.empty()) {
-    std::ofstream f(report_tmp);
-    if (!f) throw IoError("cannot write the report to '" + a.report + "'");
-    f << report.to_json() << "\n";
-    f.close();
-    if (!f) throw IoError("writing the report to '" + a.report + "' failed");
-  }
+  if (!a.report.empty()) write_report(report_tmp, a.report, report);
+}
+
+// An objective that overflowed (a NaN consensus objective means "not computed"; an infinite
+// one overflowed) stops the command before any output is written.
+void check_objective_finite(const AlignReport& r, const std::string& precision) {
+  if (!std::isfinite(r.objective) || std::isinf(r.consensus_objective))
+    throw NumericalError("the objective of " + r.method + " is not finite (" +
+                         std::to_string(r.objective) + ", consensus " +
+                         std::to_string(r.consensus_objective) +
+                         "), so no output was written; anchors this large overflow " + precision +
+                         ": scale them down (or use float64)");
 }
 
 template <typename T>
@@ -142,13 +147,7 @@ void run(const AlignArgs& a) {
   Aligner<T> model;
   Alignment<T> res =
       a.model_out.empty() ? align(anchors, opts, *backend) : model.fit(anchors, opts, *backend);
-  // (A NaN consensus objective means "not computed"; an infinite one overflowed.)
-  if (!std::isfinite(res.report.objective) || std::isinf(res.report.consensus_objective))
-    throw NumericalError("the objective of " + res.report.method + " is not finite (" +
-                         std::to_string(res.report.objective) + ", consensus " +
-                         std::to_string(res.report.consensus_objective) +
-                         "), so no output was written; anchors this large overflow " + a.precision +
-                         ": scale them down (or use float64)");
+  check_objective_finite(res.report, a.precision);
   write_npy<T>(out_tmp, res.G.view());
   write_target_and_report(a, res.target, res.report, target_tmp, report_tmp);
   if (!a.model_out.empty()) model.save(a.model_out);
@@ -235,12 +234,7 @@ void run_distributed(const AlignArgs& a, const CLI::App& cmd, dist::Communicator
 
   const auto res = dist::align_distributed(comm, anchors, mine.first, users, opts, *backend);
   // The report is the same on every rank: every rank throws alike.
-  if (!std::isfinite(res.report.objective) || std::isinf(res.report.consensus_objective))
-    throw NumericalError("the objective of " + res.report.method + " is not finite (" +
-                         std::to_string(res.report.objective) + ", consensus " +
-                         std::to_string(res.report.consensus_objective) +
-                         "), so no output was written; anchors this large overflow " + a.precision +
-                         ": scale them down (or use float64)");
+  check_objective_finite(res.report, a.precision);
   dist::write_npy_distributed<T>(comm, out_tmp, res.G.view(), mine.first, users);
   dist::collective(comm, [&] {
     if (me != 0) return;

@@ -4,8 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <fstream>
 #include <stdexcept>
 #include <string>
+
+#include "dcalign/error.hpp"
 
 namespace dcalign::cli {
 
@@ -75,6 +78,17 @@ void add_extra_commands(CLI::App& app);
 /// dcalign-experiment) when argv names one: true, with `status` set, if it could not be started
 /// (on success the process is replaced); false for every other command.
 bool forward_extra_command(int argc, char** argv, int& status);
+
+/// A report's JSON (report.to_json()) into `tmp`, the staged file of --report `shown`; IoError
+/// names `shown` when it cannot be written.
+template <typename Report>
+void write_report(const std::string& tmp, const std::string& shown, const Report& report) {
+  std::ofstream f(tmp);
+  if (!f) throw IoError("cannot write the report to '" + shown + "'");
+  f << report.to_json() << "\n";
+  f.close();
+  if (!f) throw IoError("writing the report to '" + shown + "' failed");
+}
 
 inline constexpr const char* kExperimentDescription =
     "Run a Data Collaboration experiment (TOML file)";

@@ -47,13 +47,7 @@ void run(const EnrollArgs& a) {
     throw InvalidInput("--anchors '" + a.anchors + "' is a " + std::to_string(h.shape.size()) +
                        "-D array; expected (a, l) for one new user or (k, a, l) for k new users");
   }
-  if (!a.report.empty()) {
-    std::ofstream f(report_tmp);
-    if (!f) throw IoError("cannot write the report to '" + a.report + "'");
-    f << report.to_json() << "\n";
-    f.close();
-    if (!f) throw IoError("writing the report to '" + a.report + "' failed");
-  }
+  if (!a.report.empty()) write_report(report_tmp, a.report, report);
   outputs.commit();
   double worst = 0;
   for (double r : report.relative_residual) worst = std::max(worst, r);

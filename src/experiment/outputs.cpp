@@ -365,7 +365,6 @@ std::string summary_table(const Result& r) {
       sub.config = pc;
       for (const auto& rec : r.records)
         if (rec.point == label) sub.records.push_back(rec);
-      for (const auto& rr : r.rounds) sub.rounds.push_back(rr);
       os << "## Point " << label << "\n\n" << summary_table(sub);
     }
     os << statistics_table(r);
