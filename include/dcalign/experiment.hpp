@@ -161,25 +161,43 @@ struct Config {
   double dp_delta = 1e-3;   ///< in (0, 1) (000 and 001 fix 1e-3)
   double dp_row_range = 1;  ///< r > 0
   bool dp_enabled() const { return dp_target != "none"; }
-  /// Privacy measurements (include/dcalign/privacy_attacks.hpp), protocol "dc" only; empty (the
-  /// default) or absent: none. Per trial and condition, records with method "privacy", model
-  /// "-":
+  /// Privacy measurements (include/dcalign/privacy_attacks.hpp), protocols "dc" and "nri-dc";
+  /// empty (the default) or absent: none. Per trial and condition ("-" for "nri-dc"), records
+  /// with method "privacy", model "-":
   ///  - "collusion": user 1 colludes with the analyst and attacks every other user j: F^_j =
   ///    A^+ A_j, X^_j = X~_j F^_j^+ (paper 001 section 2.2), from what j released (with its DP
   ///    noise under dp_target = "released"). Metrics collusion_error, the median over j of
   ///    ||X^_j - X_j||_F / ||X_j||_F, and collusion_row_error, the median over j of the median
-  ///    per-row error ||x^ - x|| / ||x||; X_j are the users' training rows before any "raw" noise.
-  ///    Needs users >= 2.
+  ///    per-row error ||x^ - x|| / ||x||; X_j are the rows j released (all its training rows, or
+  ///    those kept by privacy_defence), before any "raw" noise. Needs users >= 2. Under
+  ///    "nri-dc", worker 1 and the master attack what the workers release, (A - 1 mu_j) F_j and
+  ///    P_j (X_j - 1 mu_j) F_j: with center (the default) by the affine attack
+  ///    (ReleaseMap::affine: [F^_j; b^_j] = [A, 1]^+ A~_j, X^_j = (X~_j - 1 b^_j) F^_j^+, exact
+  ///    at l = m when anchor_rows >= m + 1), else by the linear one; the errors compare with the
+  ///    true rows in the released order (the evaluator knows P_j), and collusion_identified is
+  ///    the median over j of the share of reconstructed rows whose nearest true row of X_j is the
+  ///    right one (match_rows: the attacker's own ability to undo P_j).
   ///  - "dr": the epsilon-DR ratio r(x) = ||x - x F_i F_i^+|| / ||x|| of paper 004 eq. (3) of
-  ///    every user's training rows under its own secret basis. Metrics dr_fraction_below (mean
-  ///    over users of the share of rows with r < privacy_dr_epsilon: what the down-sampling
-  ///    defence would drop; the protocol itself does not drop them), dr_min_ratio (min over all
-  ///    rows: the largest epsilon every F_i satisfies) and dr_median_ratio (median over users of
-  ///    the median ratio).
+  ///    every user's training rows under its own secret basis ("nri-dc": its PCA basis F'_i, on
+  ///    the raw rows, not the centred ones: the ratio the affine attacker's per-row error
+  ///    equals). Metrics dr_fraction_below (mean over users of the share of rows with
+  ///    r < privacy_dr_epsilon: what the down-sampling defence drops), dr_min_ratio (min over
+  ///    all rows: the largest epsilon every F_i satisfies) and dr_median_ratio (median over
+  ///    users of the median ratio). All on every training row, before the defence.
   std::vector<std::string> privacy;
   /// The down-sampling threshold of "dr", in (0, 1] (r is in [0, 1]). The papers give no value;
   /// 0.1 keeps rows of which at least 10% lies outside span(F_i).
   double privacy_dr_epsilon = 0.1;
+  /// The down-sampling defence applied inside the protocol (paper 004 section 2.3; needs "dr" in
+  /// privacy): after choosing its basis and before releasing, each user drops its training rows
+  /// (and their labels) with r(x) < privacy_dr_epsilon under its own F_i, computed on the rows
+  /// it projects (under dp_target = "raw" the noisy ones; "nri-dc": the raw rows with F'_i,
+  /// whose PCA and mean stay those of all rows), and the DC methods train on the rows kept.
+  /// Central and Local keep every row (the defence protects releases, which they do not make).
+  /// A user that would drop every row is an error naming it (nothing left to train on), not a
+  /// user left out. Records dr_dropped_rows (rows dropped over all users) and
+  /// dr_dropped_fraction (that over all users' training rows) per trial and condition.
+  bool privacy_defence = false;
   bool measures(const std::string& what) const {
     return std::find(privacy.begin(), privacy.end(), what) != privacy.end();
   }

@@ -17,6 +17,20 @@
 // the anchor's rank, not only l, bounds what the collusion reveals (CollusionAttacker::
 // anchor_rank() says which case holds).
 //
+// Affine releases (ReleaseMap::affine): NRI-DC's centred PCA (paper 004 with scikit-learn's
+// PCA.transform, src/experiment/nri_dc.hpp) releases A~_j = (A - 1 mu_j) F_j and
+// X~_j = P_j (X_j - 1 mu_j) F_j, the same mean mu_j subtracted from both. That is affine in the
+// raw rows, so the linear fit above is biased (A^+ A~_j = F_j - A^+ 1 mu_j F_j). The affine
+// attacker fits the shift b_j = -mu_j F_j (1 x l) as well, by least squares on [A, 1]:
+//   [F^_j; b^_j] = [A, 1]^+ A~_j   ((m + 1) x l; exact when [A, 1] has full column rank m + 1,
+//                                    which needs a >= m + 1)
+//   X^_j = (X~_j - 1 b^_j) F^_j^+   (= P_j X_j F_j F_j^+ when exact: X~_j - 1 b_j = P_j X_j F_j)
+// so with l = m it recovers P_j X_j, the raw rows in the released (permuted) order, and with
+// l < m the projection of each raw row onto span(F_j): its per-row error is the epsilon-DR
+// ratio of the raw row, r(x) below, not that of the centred row x - mu_j (the part of mu_j
+// outside span(F_j) is invisible to it). Without full column rank the minimum-norm solution is
+// taken, as above.
+//
 // Pseudo-inverses are computed from the SVD (LAPACK gesdd); singular values at or below
 // max(rows, cols) x machine epsilon x the largest one count as zero (numpy.linalg.pinv's rule).
 // Every function checks shapes and finiteness (NaN or infinity is an error) and throws
@@ -30,29 +44,48 @@ namespace dcalign {
 /// M^+ by the SVD, with the cutoff above; `what` names M in error messages.
 Matrix<double> pseudo_inverse(const Matrix<double>& M, const char* what = "matrix");
 
-/// The colluding party: user i and the analyst, holding the raw anchor. A^+ is computed once
-/// and serves every attacked user.
+/// How a release depends on the raw rows: linear, X~ = X F and A~ = A F (the DC protocol, paper
+/// 001 eq. 6), or affine, X~ = (X - 1 mu) F and A~ = (A - 1 mu) F with one unknown mu (NRI-DC's
+/// centred PCA).
+enum class ReleaseMap { linear, affine };
+
+/// The colluding party: user i and the analyst, holding the raw anchor. The pseudo-inverse of
+/// the design matrix D (A for ReleaseMap::linear, [A, 1] for ReleaseMap::affine) is computed
+/// once and serves every attacked user.
 class CollusionAttacker {
  public:
-  /// `anchor` is A, a x m, finite, a, m >= 1.
-  explicit CollusionAttacker(const Matrix<double>& anchor);
+  /// `anchor` is A, a x m, finite, a, m >= 1; `map` the form of the releases it attacks.
+  explicit CollusionAttacker(const Matrix<double>& anchor, ReleaseMap map = ReleaseMap::linear);
 
+  ReleaseMap map() const { return map_; }
   index_t anchor_rows() const { return pinv_.cols(); }
-  index_t features() const { return pinv_.rows(); }
-  /// rank(A) (numerical, by the cutoff above). F^_j = F_j exactly when it equals features().
+  index_t features() const { return features_; }
+  /// Columns of D: m (linear) or m + 1 (affine).
+  index_t design_columns() const { return pinv_.rows(); }
+  /// rank(D) (numerical, by the cutoff above): rank(A) for linear, rank([A, 1]) for affine.
+  /// F^_j = F_j (and b^_j = b_j) exactly when it equals design_columns().
   index_t anchor_rank() const { return rank_; }
 
-  /// F^_j = A^+ A_j for released_anchor A_j (a x l, l >= 1); m x l.
+  /// What the attacker estimates of user j's release map from its released anchor A~_j.
+  struct Estimate {
+    Matrix<double> basis;       ///< F^_j, m x l
+    std::vector<double> shift;  ///< b^_j, length l (-mu_j F_j when exact); zeros for linear
+  };
+  /// D^+ A~_j for released_anchor A~_j (a x l, l >= 1), split into F^_j and b^_j.
+  Estimate estimate(const Matrix<double>& released_anchor) const;
+  /// F^_j alone (estimate(released_anchor).basis); m x l.
   Matrix<double> estimate_basis(const Matrix<double>& released_anchor) const;
-  /// X^_j = X~_j F^_j^+ for released data X~_j (n x l, same l as A_j); n x m. The released data
-  /// may carry DP noise (X_j F_j + sigma W_j): the attack runs the same and the noise goes
-  /// through F^_j^+ into the reconstruction.
+  /// X^_j = (X~_j - 1 b^_j) F^_j^+ for released data X~_j (n x l, same l as A~_j); n x m (b^_j
+  /// = 0 for linear). The released data may carry DP noise (X_j F_j + sigma W_j): the attack
+  /// runs the same and the noise goes through F^_j^+ into the reconstruction. Row k of X^_j
+  /// reconstructs row k of X~_j, whatever the order the user released its rows in.
   Matrix<double> reconstruct(const Matrix<double>& released_anchor,
                              const Matrix<double>& released) const;
 
  private:
-  Matrix<double> pinv_;  // A^+, m x a
-  index_t rank_ = 0;
+  Matrix<double> pinv_;  // D^+, design_columns() x a
+  index_t features_ = 0, rank_ = 0;
+  ReleaseMap map_ = ReleaseMap::linear;
 };
 
 /// How far a reconstruction is from the truth (both n x m, n, m >= 1, finite).

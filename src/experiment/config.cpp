@@ -289,6 +289,7 @@ Config load_config(const std::string& path) {
   r.real("dp_row_range", c.dp_row_range, 0, true, kInf, false);
   r.get_list("privacy", c.privacy, true);
   r.real("privacy_dr_epsilon", c.privacy_dr_epsilon, 0, true, 1, false);
+  r.get("privacy_defence", c.privacy_defence);
   std::vector<std::string> conditions;
   r.get_list("conditions", conditions);
   if (t.get("conditions")) {  // present: get_list has rejected an empty list
@@ -436,8 +437,9 @@ Config load_config(const std::string& path) {
   for (const char* key : {"dp_epsilon", "dp_delta", "dp_row_range"})
     if (!c.dp_enabled() && t.get(key))
       r.fail(key, "left out unless dp_target is \"released\" or \"raw\"");
-  // The privacy measurements: known names, each once, protocol "dc", and a threshold only
-  // where "dr" uses it.
+  // The privacy measurements: known names, each once, and a threshold and the defence only
+  // where "dr" gives them their ratios; protocol "dc" or "nri-dc" (vertical partitions are
+  // refused in run()).
   for (size_t k = 0; k < c.privacy.size(); ++k) {
     const std::string& p = c.privacy[k];
     if (p != "collusion" && p != "dr")
@@ -446,12 +448,14 @@ Config load_config(const std::string& path) {
         c.privacy.begin() + static_cast<std::ptrdiff_t>(k))
       r.fail("privacy", ("a list naming each measurement once (\"" + p + "\" twice)").c_str());
   }
-  if (!c.privacy.empty() && c.protocol != "dc")
-    r.fail("privacy", "left out (or []) for a protocol other than \"dc\"");
   if (c.measures("collusion") && c.users < 2)
     r.fail("privacy", "free of \"collusion\" unless users >= 2 (user 1 attacks the others)");
   if (t.get("privacy_dr_epsilon") && !c.measures("dr"))
     r.fail("privacy_dr_epsilon", "left out unless privacy lists \"dr\"");
+  if (c.privacy_defence && !c.measures("dr"))
+    r.fail("privacy_defence",
+           "false (or left out) unless privacy lists \"dr\" (the defence drops the rows whose "
+           "epsilon-DR ratio is below privacy_dr_epsilon)");
   return c;
 }
 

@@ -230,8 +230,11 @@ class Runner {
         key_error("privacy", "names \"" + p + "\"; expected \"collusion\" or \"dr\"");
       if (!seen.insert(p).second) key_error("privacy", "names \"" + p + "\" twice");
     }
+    if (c_.privacy_defence && !c_.measures("dr"))
+      key_error("privacy_defence",
+                "= true needs \"dr\" in privacy (the defence drops the rows whose epsilon-DR ratio "
+                "is below privacy_dr_epsilon)");
     if (c_.privacy.empty()) return;
-    if (nri_) key_error("privacy", "is set, which needs protocol \"dc\"");
     if (c_.measures("collusion") && c_.users < 2)
       key_error("privacy",
                 "lists \"collusion\", which needs users >= 2 (user 1 attacks the others)");
@@ -243,39 +246,55 @@ class Runner {
     }
   }
 
-  // Per trial and condition, after the releases: the collusion attack of user 1 and the analyst
-  // on every other user, and the epsilon-DR ratios of every user's rows under its own basis.
-  void measure_privacy(index_t t, SpanCondition cond, const std::vector<User<double>>& users,
+  // What the evaluator holds of one user's release for the privacy measurements.
+  struct ReleaseView {
+    const Matrix<double>* data;    ///< X~_j as released (after the defence, noise, P_j)
+    const Matrix<double>* anchor;  ///< A~_j
+    const Matrix<double>* basis;   ///< F_j, never released
+    /// Released row k is row origin[k] of the user's rows; empty: all of them, in order.
+    std::vector<index_t> origin;
+  };
+
+  // Per trial and condition ("-" for NRI-DC), after the releases: the collusion attack of user 1
+  // and the analyst on every other user, the epsilon-DR ratios of every user's rows under its
+  // own basis, and what the defence dropped. `clean`: each user's training rows as it holds
+  // them, before "raw" noise and the defence.
+  void measure_privacy(index_t t, const std::string& condition,
                        const std::vector<Matrix<double>>& clean,
-                       const std::vector<Matrix<double>>& released,
-                       const std::vector<Matrix<double>>& anchors,
-                       const CollusionAttacker* attacker, std::vector<Record>& out) const {
+                       const std::vector<ReleaseView>& views, const CollusionAttacker* attacker,
+                       std::vector<Record>& out) const {
     const auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return quantile_sorted(v, 0.5);
     };
-    const std::string condition = to_string(cond);
     const auto record = [&](const char* metric, double v) {
       out.push_back({t, condition, "privacy", "-", metric, v, 0});
     };
     if (attacker) {
       const auto t0 = Clock::now();
-      std::vector<double> frobenius, rows;
+      std::vector<double> frobenius, rows, identified;
       for (index_t j = 1; j < c_.users; ++j) {
+        const ReleaseView& v = views[static_cast<size_t>(j)];
+        const Matrix<double> Xh = attacker->reconstruct(*v.anchor, *v.data);
+        // The evaluator knows which row each released row is (NRI-DC: P_j; DC: the rows kept).
         const auto e =
-            reconstruction_error(clean[j], attacker->reconstruct(anchors[j], released[j]));
+            reconstruction_error(v.origin.empty() ? clean[j] : select_rows(clean[j], v.origin), Xh);
         frobenius.push_back(e.relative);
         rows.push_back(e.median_row);
+        // The attacker does not: can it pair each reconstruction with its true row?
+        if (nri_) identified.push_back(match_rows(clean[j], Xh, v.origin).identified_fraction);
       }
       const double secs = since(t0);
       out.push_back({t, condition, "privacy", "-", "collusion_error", median(frobenius), secs});
       record("collusion_row_error", median(rows));
+      if (nri_) record("collusion_identified", median(identified));
     }
     if (c_.measures("dr")) {
       double fraction = 0, lowest = 1;
       std::vector<double> medians;
       for (index_t i = 0; i < c_.users; ++i) {
-        const auto s = dr_privacy(clean[i], users[i].reveal_secret_basis(), c_.privacy_dr_epsilon);
+        const auto s =
+            dr_privacy(clean[i], *views[static_cast<size_t>(i)].basis, c_.privacy_dr_epsilon);
         fraction += s.fraction_below;
         lowest = std::min(lowest, s.min);
         medians.push_back(s.median);
@@ -284,6 +303,35 @@ class Runner {
       record("dr_min_ratio", lowest);
       record("dr_median_ratio", median(medians));
     }
+    if (c_.privacy_defence) {
+      index_t dropped = 0, total = 0;
+      for (index_t i = 0; i < c_.users; ++i) {
+        total += clean[i].rows();
+        dropped += clean[i].rows() - views[static_cast<size_t>(i)].data->rows();
+      }
+      record("dr_dropped_rows", static_cast<double>(dropped));
+      record("dr_dropped_fraction", static_cast<double>(dropped) / static_cast<double>(total));
+    }
+  }
+
+  // The down-sampling defence (privacy_defence) for DC user i: the indices of `rows` (what it
+  // projects) with r(x) >= privacy_dr_epsilon under its own basis F. A user left with no row is
+  // an error naming it, not a user skipped: it would release nothing to train on.
+  std::vector<index_t> defended_rows(index_t t, index_t i, const Matrix<double>& rows,
+                                     const Matrix<double>& F) const {
+    const std::vector<double> ratios = dr_ratios(rows, F);
+    std::vector<index_t> kept = dr_downsample(ratios, c_.privacy_dr_epsilon);
+    if (kept.empty()) {
+      std::ostringstream os;
+      os << "= true drops every row of user " << i + 1 << " of " << c_.users << " in trial "
+         << t + 1 << ": all " << rows.rows()
+         << " epsilon-DR ratios ||x - x F F^+|| / ||x|| are below privacy_dr_epsilon = "
+         << c_.privacy_dr_epsilon << " (the largest is "
+         << *std::max_element(ratios.begin(), ratios.end())
+         << "), leaving it nothing to release; a smaller dim or privacy_dr_epsilon keeps rows";
+      key_error("privacy_defence", os.str());
+    }
+    return kept;
   }
 
   // The [fedavg] keys (load_config checks them too; a Config built in code comes here only).
@@ -797,6 +845,10 @@ class Runner {
           v1[b] = top_right_singular_vectors(mine.X[static_cast<index_t>(b) * (c_.users / 2)], l_,
                                              c_.centered());
       std::vector<Matrix<double>> released, projected_test, anchors;
+      // privacy_defence: the rows each user releases and their labels (else every row, sp.y).
+      std::vector<std::vector<index_t>> kept(static_cast<size_t>(c_.users));
+      std::vector<std::vector<double>> kept_labels;
+      if (c_.privacy_defence) kept_labels = sp.y;
       double sigma_sum = 0;
       for (index_t i = 0; i < c_.users; ++i) {
         users.emplace_back(mine.X[i], "user " + std::to_string(i));
@@ -808,6 +860,14 @@ class Runner {
         else
           users.back().choose_secret_basis(l_, mixing, s, c_.centered());
         released.push_back(users.back().release_data());
+        if (c_.privacy_defence) {  // before any noise: the user decides on its own rows
+          kept[i] = defended_rows(t, i, mine.X[i], users.back().reveal_secret_basis());
+          released.back() = select_rows(released.back(), kept[i]);
+          std::vector<double>& y = kept_labels[static_cast<size_t>(i)];
+          std::vector<double> y_kept;
+          for (index_t k : kept[i]) y_kept.push_back(y[static_cast<size_t>(k)]);
+          y = std::move(y_kept);
+        }
         if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
           const double sigma = released_sigma(users.back(), cond);
           add_gaussian_noise(
@@ -834,19 +894,23 @@ class Runner {
       if (c_.dp_target == "released")
         out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
                        sigma_sum / static_cast<double>(c_.users), 0});
-      if (!c_.privacy.empty())
-        measure_privacy(t, cond, users, clean, released, anchors, attacker ? &*attacker : nullptr,
-                        out);
+      if (!c_.privacy.empty()) {  // never with vertical partitions: one unit per user
+        std::vector<ReleaseView> views;
+        for (index_t i = 0; i < c_.users; ++i)
+          views.push_back({&released[i], &anchors[i], &users[i].reveal_secret_basis(), kept[i]});
+        measure_privacy(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
+      }
+      const std::vector<std::vector<double>>& y_train = c_.privacy_defence ? kept_labels : sp.y;
       const Stack<double> stack = Stack<double>::from_matrices(anchors);
       DcTraffic traffic;
       traffic.model.users = units;
       traffic.model.samples.clear();
       for (index_t i = 0; i < units; ++i) {
         traffic.uplink += static_cast<double>(released[i].size() + anchors[i].size() +
-                                              static_cast<index_t>(sp.y[i].size())) *
+                                              static_cast<index_t>(y_train[i].size())) *
                           sizeof(double);
         traffic.downlink_G += static_cast<double>(dim * dim) * sizeof(double);
-        traffic.model.samples.push_back(static_cast<double>(sp.X[i].rows()));
+        traffic.model.samples.push_back(static_cast<double>(released[i].rows()));
       }
       traffic.model.anchor_rows = c_.anchor_rows;
       traffic.model.features = train_.features();
@@ -865,7 +929,7 @@ class Runner {
         }
         Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
         if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
-        fit_and_record(t, to_string(cond), method, X_train, concat(sp.y), X_test, concat(sp.yY),
+        fit_and_record(t, to_string(cond), method, X_train, concat(y_train), X_test, concat(sp.yY),
                        out, fedavg_ ? &traffic : nullptr);
       }
     }
@@ -925,7 +989,9 @@ class Runner {
 
   // NRI-DC (paper 004, Algorithm 1): every worker releases once per trial; then per method and
   // model the master returns anchor labels and every worker scores its own t_i. Recorded: the
-  // metric's mean over the workers scored, and how many of them had a constant t_i.
+  // metric's mean over the workers scored, and how many of them had a constant t_i. With
+  // privacy, the measurements on what the workers release (before the master runs); with
+  // privacy_defence, each worker drops its rows below privacy_dr_epsilon before it releases.
   void nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
     const Matrix<double> A = anchor(t);
     nri::WorkerOptions wo;
@@ -933,11 +999,39 @@ class Runner {
     wo.delta = c_.nri_delta;
     wo.center = c_.centered();
     wo.permute = c_.nri_permute;
+    wo.defence_epsilon = c_.privacy_defence ? c_.privacy_dr_epsilon : 0;
+    // The workers' secrets, for the privacy measurements' evaluator alone.
+    const bool measure = !c_.privacy.empty();
+    std::vector<nri::Secrets> secrets(measure ? static_cast<size_t>(c_.users) : 0);
     std::vector<nri::Release> releases;
-    for (index_t i = 0; i < c_.users; ++i)
-      releases.push_back(nri::worker_release(
-          sp.X[i], sp.y[i], A, wo,
-          derive(c_.seed, 31, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i)));
+    for (index_t i = 0; i < c_.users; ++i) {
+      try {
+        releases.push_back(nri::worker_release(
+            sp.X[i], sp.y[i], A, wo,
+            derive(c_.seed, 31, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i),
+            measure ? &secrets[static_cast<size_t>(i)] : nullptr));
+      } catch (const InvalidInput& e) {
+        if (!c_.privacy_defence) throw;
+        // The one input error a validated run can meet here: the defence drops every row.
+        key_error("privacy_defence", "= true stops worker " + std::to_string(i + 1) + " of " +
+                                         std::to_string(c_.users) + " in trial " +
+                                         std::to_string(t + 1) + ": " + e.what());
+      }
+    }
+    if (measure) {
+      // Worker 1 and the master: the affine attack on the centred PCA releases (the linear one
+      // when the worker does not centre).
+      std::optional<CollusionAttacker> attacker;
+      if (c_.measures("collusion"))
+        attacker.emplace(A, wo.center ? ReleaseMap::affine : ReleaseMap::linear);
+      std::vector<ReleaseView> views;
+      for (index_t i = 0; i < c_.users; ++i) {
+        const auto& r = releases[static_cast<size_t>(i)];
+        const auto& z = secrets[static_cast<size_t>(i)];
+        views.push_back({&r.data, &r.anchor, &z.basis, z.origin});
+      }
+      measure_privacy(t, "-", sp.X, views, attacker ? &*attacker : nullptr, out);
+    }
     const std::string holder = c_.holder();
     const index_t scored = holder == "first" ? 1 : c_.users;
     const Matrix<double> Y_all = holder == "own" ? Matrix<double>() : vstack(sp.Y);

@@ -1,8 +1,12 @@
 // NRI-DC (paper 004, Algorithm 1; experiment of section 4.1).
 #include "experiment/nri_dc.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <set>
+#include <sstream>
 
+#include "dcalign/privacy_attacks.hpp"
 #include "dcalign/random.hpp"
 #include "dcalign/user.hpp"
 #include "experiment/common.hpp"
@@ -27,13 +31,17 @@ Matrix<double> shifted_product(const Matrix<double>& X, const std::vector<double
 
 Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
                        const Matrix<double>& anchor, const WorkerOptions& options,
-                       std::uint64_t seed) {
+                       std::uint64_t seed, Secrets* reveal) {
   const index_t n = X.rows(), m = X.cols();
   if (static_cast<index_t>(y.size()) != n || anchor.cols() != m)
     throw InvalidInput("nri::worker_release: X is " + std::to_string(n) + " x " +
                        std::to_string(m) + ", y has " + std::to_string(y.size()) +
                        " entries and the anchor " + std::to_string(anchor.cols()) +
                        " columns; expected n labels and m anchor columns");
+  if (!(std::isfinite(options.defence_epsilon) && options.defence_epsilon >= 0))
+    throw InvalidInput(
+        "nri::worker_release: defence_epsilon = " + std::to_string(options.defence_epsilon) +
+        " must be a finite number >= 0 (0: no defence)");
   // Steps 3-4: F'_i from the noisy copy X_i + delta E_i (004 sec. 4.1: E_i ~ N(0, 1)).
   Rng noise = Rng::stream(seed, 1);
   Matrix<double> noisy = random_normal<double>(n, m, noise);
@@ -48,27 +56,35 @@ Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
       mu[static_cast<size_t>(j)] /= static_cast<double>(n);
     }
   }
-  // Step 5, on the clean X_i.
-  Release r;
-  r.data = shifted_product(X, mu, F);
-  r.labels = y;
-  r.anchor = shifted_product(anchor, mu, F);
-  // Step 2's P_i, applied to the rows of (X~_i, Y_i) (Fisher-Yates from its own stream).
+  // The down-sampling defence: the rows the worker releases, r(x) >= epsilon under F'_i.
+  std::vector<index_t> kept(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) kept[static_cast<size_t>(i)] = i;
+  if (options.defence_epsilon > 0) {
+    const std::vector<double> ratios = dr_ratios(X, F);
+    kept = dr_downsample(ratios, options.defence_epsilon);
+    if (kept.empty()) {
+      std::ostringstream os;
+      os << "nri::worker_release: the down-sampling defence at epsilon = "
+         << options.defence_epsilon << " drops all " << n
+         << " rows (the largest ratio ||x - x F F^+|| / ||x|| is "
+         << *std::max_element(ratios.begin(), ratios.end()) << "), leaving nothing to release";
+      throw InvalidInput(os.str());
+    }
+  }
+  // Step 2's P_i, applied to the rows of (X_i, Y_i) that are released (Fisher-Yates from its own
+  // stream): released row k is row order[k] of X_i.
+  std::vector<index_t> order = kept;
   if (options.permute) {
     Rng perm_rng = Rng::stream(seed, 2);
-    std::vector<index_t> order(static_cast<size_t>(n));
-    for (index_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
     for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[perm_rng.below(i)]);
-    Matrix<double> data(n, r.data.cols());
-    std::vector<double> labels(static_cast<size_t>(n));
-    for (index_t i = 0; i < n; ++i) {
-      const index_t src = order[static_cast<size_t>(i)];
-      for (index_t q = 0; q < data.cols(); ++q) data(i, q) = r.data(src, q);
-      labels[static_cast<size_t>(i)] = y[static_cast<size_t>(src)];
-    }
-    r.data = std::move(data);
-    r.labels = std::move(labels);
   }
+  // Step 5, on the clean X_i.
+  Release r;
+  r.data = shifted_product(select_rows(X, order), mu, F);
+  r.labels.reserve(order.size());
+  for (index_t src : order) r.labels.push_back(y[static_cast<size_t>(src)]);
+  r.anchor = shifted_product(anchor, mu, F);
+  if (reveal) *reveal = Secrets{F, mu, order};
   return r;  // step 6: F, mu, the noisy copy and the permutation end with this call
 }
 

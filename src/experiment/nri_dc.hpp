@@ -29,6 +29,11 @@ struct WorkerOptions {
   /// before projecting. false: the plain linear map X_i F'_i of Algorithm 1.
   bool center = true;
   bool permute = true;  ///< shuffle the rows of (X_i, Y_i) with P_i (step 2)
+  /// > 0: the down-sampling defence of paper 004 section 2.3 before step 5: the rows x of X_i
+  /// with r(x) = ||x - x F'_i F'_i^+|| / ||x|| < defence_epsilon (dcalign::dr_ratios on the raw
+  /// rows, the ratio an affine collusion attacker's per-row error equals) are dropped with their
+  /// labels; F'_i and mu_i stay those fitted on all rows. 0: off.
+  double defence_epsilon = 0;
 };
 
 /// What worker i shares with the master (step 7).
@@ -38,13 +43,24 @@ struct Release {
   Matrix<double> anchor;       ///< X~anc_i = (X^anc - mu_i) F'_i, r x m~
 };
 
+/// The worker's secrets, for the evaluator of the privacy measurements only (as
+/// User::reveal_secret_basis for DC): never part of the protocol, never given to the master.
+struct Secrets {
+  Matrix<double> basis;         ///< F'_i, m x m~ (orthonormal columns)
+  std::vector<double> mean;     ///< mu_i (empty when not centred)
+  std::vector<index_t> origin;  ///< origin[k]: the row of X_i that released row k came from
+};
+
 /// Steps 2-7 for one worker. F'_i is the top-m~ right singular vectors of X_i + delta E_i
 /// (centred when options.center), applied to the clean X_i and to the anchor. E_i and P_i come
 /// from `seed` (separate streams, so that switching the permutation off leaves the basis as it
-/// is). F'_i, mu_i, E_i and P_i are locals of this call: they go when it returns (step 6).
+/// is). F'_i, mu_i, E_i and P_i are locals of this call: they go when it returns (step 6), except
+/// into `reveal` when given. With options.defence_epsilon > 0 the rows below it are dropped
+/// before step 5 (P_i then shuffles the rows kept); a worker that would drop every row throws
+/// InvalidInput (it would have nothing to release).
 Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
                        const Matrix<double>& anchor, const WorkerOptions& options,
-                       std::uint64_t seed);
+                       std::uint64_t seed, Secrets* reveal = nullptr);
 
 struct MasterOptions {
   AlignOptions align;  ///< the collaboration function (step 9)

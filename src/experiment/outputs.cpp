@@ -157,10 +157,13 @@ std::string privacy_table(const Result& r) {
   const auto& c = r.config;
   if (c.privacy.empty()) return "";
   std::vector<std::string> metrics;
+  const bool nri = c.protocol == "nri-dc";
   if (c.measures("collusion"))
     metrics.insert(metrics.end(), {"collusion_error", "collusion_row_error"});
+  if (c.measures("collusion") && nri) metrics.push_back("collusion_identified");
   if (c.measures("dr"))
     metrics.insert(metrics.end(), {"dr_fraction_below", "dr_min_ratio", "dr_median_ratio"});
+  if (c.privacy_defence) metrics.insert(metrics.end(), {"dr_dropped_rows", "dr_dropped_fraction"});
   std::map<std::pair<std::string, std::string>, std::vector<double>> g;
   for (const auto& rec : r.records)
     if (rec.method == "privacy") g[{rec.condition, rec.metric}].push_back(rec.value);
@@ -168,24 +171,39 @@ std::string privacy_table(const Result& r) {
   os << "### Privacy, " << c.trials << " trial(s), mean";
   if (c.trials > 1) os << " ± 95% CI";
   os << "\n\n";
-  if (c.measures("collusion"))
+  if (c.measures("collusion") && !nri)
     os << "Collusion: user 1 and the analyst reconstruct every other user's rows as "
        << "X~_j (A^+ A_j)^+ (paper 001 section 2.2"
        << (c.dp_target == "released" ? ", from the DP-noised X~_j" : "")
        << "); errors relative to the true rows, median over the attacked users. ";
+  if (c.measures("collusion") && nri)
+    os << "Collusion: worker 1 and the master reconstruct every other worker's released rows "
+       << (c.centered() ? "by the affine attack, [F^_j; b^_j] = [A, 1]^+ A~_j and "
+                          "(X~_j - 1 b^_j) F^_j^+"
+                        : "as X~_j (A^+ A~_j)^+")
+       << "; errors relative to the true rows in the released order, median over the attacked "
+          "workers; identified: share of reconstructed rows whose nearest true row is the right "
+          "one (P_j unknown to the attacker). ";
   if (c.measures("dr"))
-    os << "epsilon-DR (paper 004 eq. 3): r(x) = ||x - x F_i F_i^+|| / ||x|| of every user's rows; "
-          "below: share of rows with r < epsilon = "
-       << c.privacy_dr_epsilon << " (the down-sampling defence would drop them).";
+    os << "epsilon-DR (paper 004 eq. 3): r(x) = ||x - x F_i F_i^+|| / ||x|| of every user's "
+       << (nri ? "raw " : "")
+       << "rows; below: share of rows with r < epsilon = " << c.privacy_dr_epsilon
+       << (c.privacy_defence ? " (privacy_defence drops them before release: dr_dropped_rows, "
+                               "dr_dropped_fraction)."
+                             : " (the down-sampling defence would drop them).");
   os << "\n\n| condition |";
   for (const auto& m : metrics) os << " " << m << " |";
   os << "\n|---|";
   for (size_t k = 0; k < metrics.size(); ++k) os << "---|";
   os << "\n";
-  for (auto cond : c.conditions) {
-    os << "| " << to_string(cond) << " |";
+  std::vector<std::string> rows;  // NRI-DC has no conditions: its records carry "-"
+  if (nri) rows.push_back("-");
+  for (auto cond : c.conditions)
+    if (!nri) rows.push_back(to_string(cond));
+  for (const auto& cond : rows) {
+    os << "| " << cond << " |";
     for (const auto& m : metrics) {
-      auto it = g.find({to_string(cond), m});
+      auto it = g.find({cond, m});
       if (it == g.end()) {
         os << " n/a |";
         continue;
@@ -370,7 +388,7 @@ std::string summary_table(const Result& r) {
     os << statistics_table(r);
     return os.str();
   }
-  if (c.protocol == "nri-dc") return nri_summary_table(r) + statistics_table(r);
+  if (c.protocol == "nri-dc") return nri_summary_table(r) + privacy_table(r) + statistics_table(r);
   // (condition, method, model, metric) -> values over trials
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<double>> g;
   for (const auto& rec : r.records)
@@ -524,6 +542,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   if (!c.privacy.empty()) {
     cfg["privacy"] = c.privacy;
     if (c.measures("dr")) cfg["privacy_dr_epsilon"] = c.privacy_dr_epsilon;
+    if (c.privacy_defence) cfg["privacy_defence"] = true;
   }
   j["config"] = cfg;
   nlohmann::ordered_json recs = nlohmann::ordered_json::array();

@@ -113,31 +113,63 @@ Matrix<double> pseudo_inverse(const Matrix<double>& M, const char* what) {
   return product(V, false, Us, true);
 }
 
-CollusionAttacker::CollusionAttacker(const Matrix<double>& anchor) {
+CollusionAttacker::CollusionAttacker(const Matrix<double>& anchor, ReleaseMap map) : map_(map) {
   require_matrix(anchor, "anchor A", "a x m with a, m >= 1");
-  pinv_ = pseudo_inverse(anchor, "anchor A");
-  rank_ = thin_svd(anchor).rank;
+  features_ = anchor.cols();
+  if (map == ReleaseMap::linear) {
+    pinv_ = pseudo_inverse(anchor, "anchor A");
+    rank_ = thin_svd(anchor).rank;
+    return;
+  }
+  // D = [A, 1]: the last column carries the shift b_j = -mu_j F_j.
+  Matrix<double> design(anchor.rows(), features_ + 1);
+  std::copy(anchor.data(), anchor.data() + anchor.size(), design.data());
+  for (index_t i = 0; i < anchor.rows(); ++i) design(i, features_) = 1.0;
+  pinv_ = pseudo_inverse(design, "design matrix [A, 1]");
+  rank_ = thin_svd(design).rank;
 }
 
-Matrix<double> CollusionAttacker::estimate_basis(const Matrix<double>& released_anchor) const {
+CollusionAttacker::Estimate CollusionAttacker::estimate(
+    const Matrix<double>& released_anchor) const {
   require_matrix(released_anchor, "released anchor A_j",
                  std::to_string(anchor_rows()) + " x l (the anchor's rows) with l >= 1");
   if (released_anchor.rows() != anchor_rows())
     throw InvalidInput("privacy attack: released anchor A_j is " + shape(released_anchor) +
                        ", expected " + std::to_string(anchor_rows()) +
                        " x l (one row per anchor row)");
-  return product(pinv_, false, released_anchor, false);
+  const Matrix<double> S = product(pinv_, false, released_anchor, false);  // [F^_j; b^_j]
+  const index_t l = S.cols();
+  Estimate e;
+  e.shift.assign(static_cast<size_t>(l), 0.0);
+  if (map_ == ReleaseMap::linear) {
+    e.basis = S;
+    return e;
+  }
+  e.basis = Matrix<double>(features_, l);
+  for (index_t q = 0; q < l; ++q) {
+    for (index_t j = 0; j < features_; ++j) e.basis(j, q) = S(j, q);
+    e.shift[static_cast<size_t>(q)] = S(features_, q);
+  }
+  return e;
+}
+
+Matrix<double> CollusionAttacker::estimate_basis(const Matrix<double>& released_anchor) const {
+  return estimate(released_anchor).basis;
 }
 
 Matrix<double> CollusionAttacker::reconstruct(const Matrix<double>& released_anchor,
                                               const Matrix<double>& released) const {
-  const Matrix<double> F = estimate_basis(released_anchor);
-  const std::string expected = "n x " + std::to_string(F.cols()) + " (the columns of A_j)";
+  const Estimate e = estimate(released_anchor);
+  const std::string expected = "n x " + std::to_string(e.basis.cols()) + " (the columns of A_j)";
   require_matrix(released, "released data X~_j", expected);
-  if (released.cols() != F.cols())
+  if (released.cols() != e.basis.cols())
     throw InvalidInput("privacy attack: released data X~_j is " + shape(released) + ", expected " +
                        expected);
-  return product(released, false, pseudo_inverse(F, "estimated basis F^_j"), false);
+  Matrix<double> unshifted = released;  // X~_j - 1 b^_j
+  for (index_t q = 0; q < unshifted.cols(); ++q)
+    for (index_t i = 0; i < unshifted.rows(); ++i)
+      unshifted(i, q) -= e.shift[static_cast<size_t>(q)];
+  return product(unshifted, false, pseudo_inverse(e.basis, "estimated basis F^_j"), false);
 }
 
 ReconstructionError reconstruction_error(const Matrix<double>& truth,

@@ -1,7 +1,9 @@
 // The collusion attack and the epsilon-DR ratio (include/dcalign/privacy_attacks.hpp): exact
 // recovery for l = m, the error against its closed form as l falls (strictly rising), the
-// anchor-rank case a < m, DP noise, the permutation measure, the ratios against an explicit
-// projector computed here, the down-sampling defence, and bad inputs.
+// anchor-rank case a < m, DP noise, the permutation measure, the affine attack on NRI-DC's
+// centred and permuted releases (exact at l = m where the linear one is not; the projection of
+// the raw rows at l < m), the ratios against an explicit projector computed here, the
+// down-sampling defence, and bad inputs.
 #include "dcalign/privacy_attacks.hpp"
 
 #include <gtest/gtest.h>
@@ -225,6 +227,101 @@ TEST(Attack, PermutedRowsAreMatchedAsASet) {
   EXPECT_LT(part.identified_fraction, 1.0);
 }
 
+// NRI-DC's centred release: A~ = (A - 1 mu) F, X~ = P (X - 1 mu) F with one mu for both.
+struct AffineRelease {
+  Matrix<double> anchor, data;
+};
+AffineRelease affine_release(const Matrix<double>& A, const Matrix<double>& X,
+                             const std::vector<double>& mu, const Matrix<double>& F,
+                             const std::vector<index_t>& origin) {
+  const auto centred = [&](const Matrix<double>& M) {
+    Matrix<double> out = M;
+    for (index_t j = 0; j < M.cols(); ++j)
+      for (index_t i = 0; i < M.rows(); ++i) out(i, j) -= mu[static_cast<size_t>(j)];
+    return out;
+  };
+  return {mul(centred(A), F), mul(centred(select_rows(X, origin)), F)};
+}
+
+TEST(AffineAttack, RecoversCentredPermutedReleasesExactlyWhereTheLinearAttackCannot) {
+  const index_t n = 30, m = 20, a = 40;
+  Rng rng(91);
+  const Matrix<double> X = random_uniform<double>(n, m, rng);
+  const Matrix<double> A = random_normal<double>(a, m, rng);
+  std::vector<double> mu(static_cast<size_t>(m));
+  for (index_t j = 0; j < m; ++j) mu[static_cast<size_t>(j)] = 0.5 + 0.1 * rng.normal();
+  std::vector<index_t> origin(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) origin[static_cast<size_t>(i)] = (7 * i + 3) % n;
+  const Matrix<double> PX = select_rows(X, origin);  // the true rows in the released order
+  const CollusionAttacker affine(A, ReleaseMap::affine), linear(A);
+  EXPECT_EQ(affine.map(), ReleaseMap::affine);
+  EXPECT_EQ(affine.features(), m);
+  EXPECT_EQ(affine.design_columns(), m + 1);
+  EXPECT_EQ(affine.anchor_rank(), m + 1);  // [A, 1] has full column rank: a >= m + 1
+  EXPECT_EQ(linear.design_columns(), m);
+  for (const Matrix<double>& F :
+       {random_orthogonal<double>(m, rng), random_uniform<double>(m, m, rng)}) {
+    const AffineRelease r = affine_release(A, X, mu, F, origin);
+    const auto est = affine.estimate(r.anchor);
+    EXPECT_LE(frob_diff(est.basis, F) / frob(F), 1e-10);
+    ASSERT_EQ(est.shift.size(), static_cast<size_t>(m));
+    for (index_t q = 0; q < m; ++q) {
+      double b = 0;  // b = -mu F
+      for (index_t j = 0; j < m; ++j) b -= mu[static_cast<size_t>(j)] * F(j, q);
+      EXPECT_NEAR(est.shift[static_cast<size_t>(q)], b, 1e-10 * (1 + std::abs(b)));
+    }
+    const Matrix<double> Xh = affine.reconstruct(r.anchor, r.data);
+    const auto err = reconstruction_error(PX, Xh);
+    EXPECT_LE(err.relative, 1e-10);
+    for (double e : err.per_row) EXPECT_LE(e, 1e-10);
+    // The attacker pairs every reconstructed row with its true row.
+    EXPECT_EQ(match_rows(X, Xh, origin).identified_fraction, 1.0);
+    // The linear attack on the same release: A^+ A~ = F - A^+ 1 mu F is biased.
+    const double linear_error =
+        reconstruction_error(PX, linear.reconstruct(r.anchor, r.data)).relative;
+    EXPECT_GT(linear_error, 1e-2);
+  }
+  // The affine attack on a linear release (mu = 0) is exact too, with b^ = 0.
+  const Matrix<double> F = random_orthogonal<double>(m, rng);
+  const auto est = affine.estimate(mul(A, F));
+  for (double b : est.shift) EXPECT_LE(std::abs(b), 1e-10);
+  EXPECT_LE(reconstruction_error(X, affine.reconstruct(mul(A, F), mul(X, F))).relative, 1e-10);
+  for (double b : linear.estimate(mul(A, F)).shift) EXPECT_EQ(b, 0.0);
+  // a = m: [A, 1] is m x (m + 1), rank m < m + 1, so the map is not identified.
+  const CollusionAttacker square(random_normal<double>(m, m, rng), ReleaseMap::affine);
+  EXPECT_EQ(square.anchor_rank(), m);
+  EXPECT_LT(square.anchor_rank(), square.design_columns());
+}
+
+TEST(AffineAttack, WithLBelowMRecoversTheProjectionOfTheRawRows) {
+  const index_t n = 40, m = 16, a = 50, l = 6;
+  const Instance in = decaying(n, m, 93);
+  Rng rng(94);
+  Matrix<double> X = in.X;  // shifted away from the origin, so that centring matters
+  std::vector<double> mu(static_cast<size_t>(m), 0.0);
+  for (index_t j = 0; j < m; ++j) {
+    const double shift = 0.3 * rng.normal();
+    for (index_t i = 0; i < n; ++i) X(i, j) += shift;
+    for (index_t i = 0; i < n; ++i) mu[static_cast<size_t>(j)] += X(i, j) / n;
+  }
+  const Matrix<double> F = top_right_singular_vectors(X, l, true);  // the PCA basis
+  std::vector<index_t> origin(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) origin[static_cast<size_t>(i)] = (3 * i + 5) % n;
+  const Matrix<double> A = random_normal<double>(a, m, rng);
+  const AffineRelease r = affine_release(A, X, mu, F, origin);
+  const CollusionAttacker attacker(A, ReleaseMap::affine);
+  const Matrix<double> PX = select_rows(X, origin);
+  const auto err = reconstruction_error(PX, attacker.reconstruct(r.anchor, r.data));
+  // X^ = P X F F^+: each row's error is the epsilon-DR ratio of the raw row.
+  const std::vector<double> ratios = dr_ratios(PX, F);
+  double largest = 0;
+  for (index_t k = 0; k < n; ++k) {
+    EXPECT_NEAR(err.per_row[static_cast<size_t>(k)], ratios[static_cast<size_t>(k)], 1e-10);
+    largest = std::max(largest, ratios[static_cast<size_t>(k)]);
+  }
+  EXPECT_GT(largest, 0.05);
+}
+
 TEST(AttackDrRatio, MatchesAnExplicitProjector) {
   const index_t n = 25, m = 12, l = 5;
   Rng rng(61);
@@ -299,6 +396,9 @@ TEST(Attack, BadInputsFailNamingTheArgument) {
   nan_anchor(2, 1) = std::numeric_limits<double>::quiet_NaN();
   expect_invalid([&] { CollusionAttacker{nan_anchor}; }, "anchor A");
   expect_invalid([&] { CollusionAttacker{Matrix<double>()}; }, "anchor A");
+  expect_invalid([&] { CollusionAttacker{nan_anchor, ReleaseMap::affine}; }, "anchor A");
+  expect_invalid([&] { CollusionAttacker(A, ReleaseMap::affine).reconstruct(F, F); },
+                 "released anchor A_j");
   const CollusionAttacker attacker(A);
   expect_invalid([&] { attacker.estimate_basis(Matrix<double>(7, 2)); }, "released anchor A_j");
   expect_invalid([&] { attacker.reconstruct(mul(A, F), Matrix<double>(5, 3)); },
