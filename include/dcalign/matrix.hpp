@@ -10,8 +10,10 @@
 // memory; which one is a property of the backend that produced it, not of the view.
 #include <algorithm>
 #include <cstdint>
+#include <new>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dcalign/error.hpp"
@@ -91,7 +93,36 @@ class StackView {
 
 namespace detail {
 void check_shape(index_t count, index_t rows, index_t cols, const char* what);
-}
+
+/// std::allocator whose value-less construct() default-initialises: vector::resize(n) then leaves
+/// float and double elements unwritten instead of zeroing them. Everything else is std::allocator.
+template <typename T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <typename U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}  // NOLINT
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
+/// Tag for constructors that leave the elements uninitialised, for callers that then write every
+/// element (e.g. a file reader): skipping the zero fill saves a pass over the memory, and lets the
+/// writer be the first to touch (page in) it, possibly from several threads.
+struct Uninitialized {
+  explicit Uninitialized() = default;
+};
+inline constexpr Uninitialized uninitialized{};
 
 template <typename T>
 class Matrix {
@@ -142,6 +173,12 @@ class Stack {
     detail::check_shape(count, rows, cols, "Stack");
     data_.assign(static_cast<size_t>(count * rows * cols), T(0));
   }
+  /// A stack whose elements are indeterminate until written; the caller must write all of them.
+  Stack(index_t count, index_t rows, index_t cols, Uninitialized)
+      : count_(count), rows_(rows), cols_(cols) {
+    detail::check_shape(count, rows, cols, "Stack");
+    data_.resize(static_cast<size_t>(count * rows * cols));
+  }
   /// Stack of copies of the given matrices, which must share one shape.
   static Stack from_matrices(const std::vector<Matrix<T>>& ms) {
     if (ms.empty()) return Stack();
@@ -182,7 +219,7 @@ class Stack {
 
  private:
   index_t count_ = 0, rows_ = 0, cols_ = 0;
-  std::vector<T> data_;
+  std::vector<T, detail::DefaultInitAllocator<T>> data_;
 };
 
 }  // namespace dcalign

@@ -202,6 +202,19 @@ TEST_F(NpyTest, RoundTripMatrixFloat) { ExpectMatrixRoundTrip<float>(Path("m.npy
 TEST_F(NpyTest, RoundTripStackDouble) { ExpectStackRoundTrip<double>(Path("s.npy")); }
 TEST_F(NpyTest, RoundTripStackFloat) { ExpectStackRoundTrip<float>(Path("s.npy")); }
 
+// read_npy_stack allocates its result without zero-filling it (the reader writes every
+// element); the constructor it uses checks the shape like the zeroing one, and zeroing stays
+// the default.
+TEST_F(NpyTest, UninitializedStackKeepsTheShapeChecks) {
+  const Stack<double> s(2, 3, 4, uninitialized);
+  EXPECT_EQ(s.size(), 24);
+  EXPECT_EQ(s.stride(), 12);
+  EXPECT_THROW(Stack<double>(2, -3, 4, uninitialized), InvalidInput);
+  EXPECT_THROW(Stack<float>(index_t(1) << 40, index_t(1) << 40, 4, uninitialized), InvalidInput);
+  const Stack<double> z(2, 3, 4);
+  EXPECT_EQ(std::count(z.data(), z.data() + z.size(), 0.0), 24);
+}
+
 TEST_F(NpyTest, RoundTripEmptyMatrixAndStack) {
   write_npy(Path("m.npy"), Matrix<double>(0, 3).view());
   const Matrix<double> m = read_npy_matrix<double>(Path("m.npy"));
