@@ -222,6 +222,10 @@ struct Config {
   /// user's mapped test rows. Imakura-DC's and Kawakami-DC's aligned features are small (RMS
   /// 0.04-0.13 on MNIST) where ODC's are of the data's scale.
   bool standardize_aligned = false;
+  /// Protocol "dc": also record the analyst's alignment time per trial, condition and method
+  /// (metric "align_seconds", model "-"); "nri-dc" always records it. Off by default: a
+  /// wall-clock time is the one record that differs between runs of the same seed.
+  bool align_timing = false;
   /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
   std::string kawakami_form = "qr-svd";
   /// FedAvg (learn::fit_fedavg), method "fedavg" in `methods`, protocol "dc" only: the MLP of

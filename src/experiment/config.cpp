@@ -301,6 +301,7 @@ Config load_config(const std::string& path) {
   r.get("redraw", c.redraw);
   if (c.redraw != "all" && c.redraw != "alignment") r.fail("redraw", "\"all\" or \"alignment\"");
   r.get("standardize_aligned", c.standardize_aligned);
+  r.get("align_timing", c.align_timing);
   for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"rdp_eta", &c.rdp_eta},
                           {"gopp_tolerance", &c.gopp_tolerance}}) {
     double v = 0;

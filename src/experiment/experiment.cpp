@@ -920,6 +920,10 @@ class Runner {
       for (const auto& method : c_.methods) {
         if (!is_align_method(method)) continue;
         const auto al = align(stack, align_options(method, t), *backend_);
+        // The analyst's step alone, from the released anchors to all G_i (no evaluation).
+        if (c_.align_timing)
+          out.push_back(
+              {t, to_string(cond), method, "-", "align_seconds", al.report.total_seconds, 0});
         std::vector<Matrix<double>> Xh, Yh;
         for (index_t i = 0; i < units; ++i) {
           const Matrix<double> G = al.G.matrix(i);

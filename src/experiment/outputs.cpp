@@ -254,6 +254,36 @@ std::string statistics_table(const Result& r) {
   return os.str();
 }
 
+// The time to compute all G_i per method (paper 004's Tables 4, 8 and 12; paper 003 Table II's
+// TIME row), from the align_seconds records, over trials, conditions and models; empty when
+// there are none.
+std::string alignment_time_table(const Result& r, const std::vector<std::string>& columns) {
+  const Config& c = r.config;
+  std::ostringstream os;
+  std::vector<std::string> timed;
+  std::map<std::string, std::vector<double>> ms;
+  for (const auto& rec : r.records)
+    if (rec.metric == "align_seconds") ms[rec.method].push_back(1e3 * rec.value);
+  for (const auto& col : columns)
+    if (ms.count(col)) timed.push_back(col);
+  if (timed.empty()) return "";
+  os << "### " << c.dataset << ", time to compute all G_i (milliseconds; papers 003 and 004 "
+     << "print seconds), " << ms[timed.front()].size() << " alignment(s) per method\n\n|   |";
+  for (const auto& col : timed) os << " " << col << " |";
+  os << "\n|---|";
+  for (size_t k = 0; k < timed.size(); ++k) os << "---|";
+  os << "\n";
+  std::vector<Description> d;
+  for (const auto& col : timed) d.push_back(describe(ms[col]));
+  describe_rows(os, d, [](double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return std::string(buf);
+  });
+  os << "\n";
+  return os.str();
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -318,25 +348,7 @@ std::string nri_summary_table(const Result& r) {
       os << "\n\n";
     }
   }
-  // 004's Tables 4, 8 and 12: the time to compute all G_i (step 9), over trials and models.
-  std::vector<std::string> timed;
-  std::map<std::string, std::vector<double>> ms;
-  for (const auto& rec : r.records)
-    if (rec.metric == "align_seconds") ms[rec.method].push_back(1e3 * rec.value);
-  for (const auto& col : columns)
-    if (ms.count(col)) timed.push_back(col);
-  if (!timed.empty()) {
-    os << "### " << c.dataset << ", time to compute all G_i (milliseconds; paper 004 prints "
-       << "seconds), " << ms[timed.front()].size() << " alignment(s) per method\n\n|   |";
-    for (const auto& col : timed) os << " " << col << " |";
-    os << "\n|---|";
-    for (size_t k = 0; k < timed.size(); ++k) os << "---|";
-    os << "\n";
-    std::vector<Description> d;
-    for (const auto& col : timed) d.push_back(describe(ms[col]));
-    describe_rows(os, d, number);
-    os << "\n";
-  }
+  os << alignment_time_table(r, columns);
   return os.str();
 }
 
@@ -467,6 +479,7 @@ std::string summary_table(const Result& r) {
     os << "\n";
   }
   if (!fed.empty()) os << communication_table(r, dc, fed);
+  os << alignment_time_table(r, dc);
   os << privacy_table(r);
   os << statistics_table(r);
   return os.str();
@@ -508,6 +521,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["kawakami_form"] = c.kawakami_form;
   cfg["redraw"] = c.redraw;
   cfg["standardize_aligned"] = c.standardize_aligned;
+  cfg["align_timing"] = c.align_timing;
   {
     const dcalign::AlignOptions defaults;
     cfg["rdp_eta"] = c.rdp_eta.value_or(defaults.rdp_eta);

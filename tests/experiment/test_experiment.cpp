@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 
 #include "dataset_guard.hpp"
 #include "dcalign/data.hpp"
@@ -260,6 +262,37 @@ TEST(Experiment, SameSeedSameNumbers) {
   const std::string table = experiment::summary_table(r1);
   EXPECT_NE(table.find("Central"), std::string::npos);
   EXPECT_NE(table.find("DiffSpan"), std::string::npos);
+}
+
+// align_timing adds the analyst's alignment time per trial, condition and method (003 Table
+// II's TIME row), and the summary's time table; off, there are no such records.
+TEST(Experiment, AlignTimingRecordsOneTimePerAlignment) {
+  auto c = small_mnist();
+  c.dataset = "synthetic";
+  c.users = 4;
+  c.dim = 8;
+  c.trials = 2;
+  c.methods = {"central", "imakura", "odc"};
+  c.models = {"knn", "logreg"};
+  c.conditions = {SpanCondition::same_span_orth, SpanCondition::diff_span};
+  const auto off = experiment::run(c);
+  for (const auto& r : off.records) EXPECT_NE(r.metric, "align_seconds");
+  c.align_timing = true;
+  const auto on = experiment::run(c);
+  std::map<std::tuple<index_t, std::string, std::string>, int> seen;
+  for (const auto& r : on.records)
+    if (r.metric == "align_seconds") {
+      EXPECT_EQ(r.model, "-");
+      EXPECT_TRUE(r.value > 0 && r.value < 60) << r.value;
+      ++seen[{r.trial, r.condition, r.method}];
+    }
+  // 2 trials x 2 conditions x 2 aligning methods, once each (not once per model).
+  EXPECT_EQ(seen.size(), 8u);
+  for (const auto& [key, n] : seen) EXPECT_EQ(n, 1) << std::get<2>(key);
+  EXPECT_EQ(on.records.size(), off.records.size() + 8);
+  const std::string md = experiment::summary_table(on);
+  EXPECT_NE(md.find("time to compute all G_i (milliseconds"), std::string::npos) << md;
+  EXPECT_EQ(experiment::summary_table(off).find("time to compute all G_i"), std::string::npos);
 }
 
 // Under SameSpan-Orth, ODC maps every user's data into the same basis (Theorem: G_i = E_i^T O
