@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "dcalign/error.hpp"
+#include "dcalign/privacy_attacks.hpp"
 #include "dcalign/random.hpp"
 
 namespace dcalign::experiment {
@@ -14,6 +16,20 @@ void standardize_aligned(Matrix<double>& train, Matrix<double>& test) {
   const data::Standardizer st = data::Standardizer::fit(train, all);
   st.apply(train);
   if (test.rows() > 0) st.apply(test);
+}
+
+std::vector<index_t> defended_rows(const Matrix<double>& X, const Matrix<double>& F,
+                                   double epsilon) {
+  const std::vector<double> ratios = dr_ratios(X, F);
+  std::vector<index_t> kept = dr_downsample(ratios, epsilon);
+  if (kept.empty()) {
+    std::ostringstream os;
+    os << "the down-sampling defence at epsilon = " << epsilon << " drops all " << X.rows()
+       << " rows (the largest ratio ||x - x F F^+|| / ||x|| is "
+       << *std::max_element(ratios.begin(), ratios.end()) << "), leaving nothing to release";
+    throw InvalidInput(os.str());
+  }
+  return kept;
 }
 
 Matrix<double> vstack(const std::vector<Matrix<double>>& parts) {

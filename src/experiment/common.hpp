@@ -32,6 +32,13 @@ MethodName split_method(const std::string& method);
 /// keeps sd 1), applied to it and to the users' mapped test rows.
 void standardize_aligned(Matrix<double>& train, Matrix<double>& test);
 
+/// Paper 004's down-sampling defence for one party holding the rows X under its basis F: the
+/// indices, increasing, of the rows x with r(x) = ||x - x F F^+|| / ||x|| >= epsilon (> 0).
+/// Throws InvalidInput, naming epsilon, the row count and the largest ratio, when it keeps no
+/// row: the party would have nothing to release.
+std::vector<index_t> defended_rows(const Matrix<double>& X, const Matrix<double>& F,
+                                   double epsilon);
+
 /// [parts[0]; parts[1]; ...]: the rows of every part, in order.
 Matrix<double> vstack(const std::vector<Matrix<double>>& parts);
 std::vector<double> concat(const std::vector<std::vector<double>>& parts);

@@ -277,8 +277,8 @@ class Runner {
         const ReleaseView& v = views[static_cast<size_t>(j)];
         const Matrix<double> Xh = attacker->reconstruct(*v.anchor, *v.data);
         // The evaluator knows which row each released row is (NRI-DC: P_j; DC: the rows kept).
-        const auto e =
-            reconstruction_error(v.origin.empty() ? clean[j] : select_rows(clean[j], v.origin), Xh);
+        const auto e = reconstruction_error(
+            v.origin.empty() ? clean[j] : data::take_rows(clean[j], v.origin), Xh);
         frobenius.push_back(e.relative);
         rows.push_back(e.median_row);
         // The attacker does not: can it pair each reconstruction with its true row?
@@ -312,26 +312,6 @@ class Runner {
       record("dr_dropped_rows", static_cast<double>(dropped));
       record("dr_dropped_fraction", static_cast<double>(dropped) / static_cast<double>(total));
     }
-  }
-
-  // The down-sampling defence (privacy_defence) for DC user i: the indices of `rows` (what it
-  // projects) with r(x) >= privacy_dr_epsilon under its own basis F. A user left with no row is
-  // an error naming it, not a user skipped: it would release nothing to train on.
-  std::vector<index_t> defended_rows(index_t t, index_t i, const Matrix<double>& rows,
-                                     const Matrix<double>& F) const {
-    const std::vector<double> ratios = dr_ratios(rows, F);
-    std::vector<index_t> kept = dr_downsample(ratios, c_.privacy_dr_epsilon);
-    if (kept.empty()) {
-      std::ostringstream os;
-      os << "= true drops every row of user " << i + 1 << " of " << c_.users << " in trial "
-         << t + 1 << ": all " << rows.rows()
-         << " epsilon-DR ratios ||x - x F F^+|| / ||x|| are below privacy_dr_epsilon = "
-         << c_.privacy_dr_epsilon << " (the largest is "
-         << *std::max_element(ratios.begin(), ratios.end())
-         << "), leaving it nothing to release; a smaller dim or privacy_dr_epsilon keeps rows";
-      key_error("privacy_defence", os.str());
-    }
-    return kept;
   }
 
   // The [fedavg] keys (load_config checks them too; a Config built in code comes here only).
@@ -861,12 +841,18 @@ class Runner {
           users.back().choose_secret_basis(l_, mixing, s, c_.centered());
         released.push_back(users.back().release_data());
         if (c_.privacy_defence) {  // before any noise: the user decides on its own rows
-          kept[i] = defended_rows(t, i, mine.X[i], users.back().reveal_secret_basis());
-          released.back() = select_rows(released.back(), kept[i]);
-          std::vector<double>& y = kept_labels[static_cast<size_t>(i)];
-          std::vector<double> y_kept;
-          for (index_t k : kept[i]) y_kept.push_back(y[static_cast<size_t>(k)]);
-          y = std::move(y_kept);
+          try {
+            kept[i] =
+                defended_rows(mine.X[i], users.back().reveal_secret_basis(), c_.privacy_dr_epsilon);
+          } catch (const InvalidInput& e) {  // a user left with no row is an error, not skipped
+            key_error("privacy_defence", "= true drops every row of user " + std::to_string(i + 1) +
+                                             " of " + std::to_string(c_.users) + " in trial " +
+                                             std::to_string(t + 1) + ": " + e.what() +
+                                             "; a smaller dim or privacy_dr_epsilon keeps rows");
+          }
+          released.back() = data::take_rows(released.back(), kept[i]);
+          kept_labels[static_cast<size_t>(i)] =
+              data::take(kept_labels[static_cast<size_t>(i)], kept[i]);
         }
         if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
           const double sigma = released_sigma(users.back(), cond);

@@ -4,9 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
-#include <sstream>
 
-#include "dcalign/privacy_attacks.hpp"
 #include "dcalign/random.hpp"
 #include "dcalign/user.hpp"
 #include "experiment/common.hpp"
@@ -59,18 +57,7 @@ Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
   // The down-sampling defence: the rows the worker releases, r(x) >= epsilon under F'_i.
   std::vector<index_t> kept(static_cast<size_t>(n));
   for (index_t i = 0; i < n; ++i) kept[static_cast<size_t>(i)] = i;
-  if (options.defence_epsilon > 0) {
-    const std::vector<double> ratios = dr_ratios(X, F);
-    kept = dr_downsample(ratios, options.defence_epsilon);
-    if (kept.empty()) {
-      std::ostringstream os;
-      os << "nri::worker_release: the down-sampling defence at epsilon = "
-         << options.defence_epsilon << " drops all " << n
-         << " rows (the largest ratio ||x - x F F^+|| / ||x|| is "
-         << *std::max_element(ratios.begin(), ratios.end()) << "), leaving nothing to release";
-      throw InvalidInput(os.str());
-    }
-  }
+  if (options.defence_epsilon > 0) kept = defended_rows(X, F, options.defence_epsilon);
   // Step 2's P_i, applied to the rows of (X_i, Y_i) that are released (Fisher-Yates from its own
   // stream): released row k is row order[k] of X_i.
   std::vector<index_t> order = kept;
@@ -80,9 +67,8 @@ Release worker_release(const Matrix<double>& X, const std::vector<double>& y,
   }
   // Step 5, on the clean X_i.
   Release r;
-  r.data = shifted_product(select_rows(X, order), mu, F);
-  r.labels.reserve(order.size());
-  for (index_t src : order) r.labels.push_back(y[static_cast<size_t>(src)]);
+  r.data = shifted_product(data::take_rows(X, order), mu, F);
+  r.labels = data::take(y, order);
   r.anchor = shifted_product(anchor, mu, F);
   if (reveal) *reveal = Secrets{F, mu, order};
   return r;  // step 6: F, mu, the noisy copy and the permutation end with this call

@@ -197,9 +197,10 @@ std::string privacy_table(const Result& r) {
   for (size_t k = 0; k < metrics.size(); ++k) os << "---|";
   os << "\n";
   std::vector<std::string> rows;  // NRI-DC has no conditions: its records carry "-"
-  if (nri) rows.push_back("-");
-  for (auto cond : c.conditions)
-    if (!nri) rows.push_back(to_string(cond));
+  if (nri)
+    rows = {"-"};
+  else
+    for (auto cond : c.conditions) rows.push_back(to_string(cond));
   for (const auto& cond : rows) {
     os << "| " << cond << " |";
     for (const auto& m : metrics) {
