@@ -78,7 +78,9 @@ struct AlignOptions {
 
   /// A_i is declared rank deficient when sigma_min / sigma_max of the matrix the method
   /// factorises is at or below this; negative means the default l * eps(T), the threshold of
-  /// numpy.linalg.matrix_rank and LAPACK's xGELSD.
+  /// numpy.linalg.matrix_rank and LAPACK's xGELSD. Kawakami-DC's eigen form takes the ratio
+  /// from the Cholesky factor of A_i^T A_i, which cannot resolve it below about sqrt(eps(T)),
+  /// so it applies max(this, 4 sqrt(eps(T))).
   double rank_tolerance = -1.0;
   /// Compute the objective and the orthogonality error. For ODC and GOPP (orthogonal G_i) the
   /// objective is derived from quantities the method already has (sum_i ||A_i||^2, ||Z||^2 and

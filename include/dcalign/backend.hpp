@@ -155,9 +155,10 @@ class Primitives {
   /// V (n x k, column j for evals[j]).
   virtual void syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) = 0;
   /// The k smallest eigenpairs of the symmetric-definite pencil S v = lambda B v (n x n),
-  /// normalised so that V^T B V = I. Only the lower triangles of S and B are read; both are
-  /// overwritten. Eigenvalues (host) ascending. A B that is not positive definite throws
-  /// InvalidInput naming the leading minor.
+  /// normalised so that V^T B V = I. Only the lower triangles of S and B are read; S is
+  /// overwritten, and B's lower triangle holds its Cholesky factor L (B = L L^T) on return, as
+  /// LAPACK's and cuSOLVER's sygv leave it. Eigenvalues (host) ascending. A B that is not
+  /// positive definite throws InvalidInput naming the leading minor.
   virtual void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                              MatrixView<T> V) = 0;
 

@@ -9,6 +9,8 @@
 //   subspace as the QR-SVD form, which is why both agree up to column signs.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <vector>
 
 #include "core/common.hpp"
 
@@ -62,6 +64,35 @@ void kawakami_eigen(Context<T>& ctx) {
   std::vector<T> evals(static_cast<size_t>(l));
   p.sygv_smallest(S, B, l, evals.data(), MatrixView<T>(v.data(), n, l));
   ctx.timer.lap("eigensolver");
+  // The rank decision of the QR-SVD form, from B's Cholesky factor: its diagonal block L_i
+  // satisfies A_i^T A_i = L_i L_i^T, so L_i = R_i^T up to signs and min |L_jj| / max |L_jj| is
+  // the ratio qr_svd reads from R_i. The Gram matrix cannot resolve it below about sqrt(eps):
+  // its rounding, of order eps ||A_i||^2 (at worst a eps ||A_i||^2), leaves an exactly
+  // rank-deficient A_i a pivot ratio of order sqrt(eps) instead of 0, and need not make the
+  // Cholesky factorisation fail (it did not with OpenBLAS's Cooper Lake kernels). Measured with
+  // a duplicated column (a = 40, 1000, 20000, 12 seeds): at most 1.2 sqrt(eps), so the
+  // tolerance has a floor of 4 sqrt(eps).
+  Buffer<T> d = p.allocate(c * l * l);
+  StackView<T> D(d.data(), c, l, l);
+  for (index_t i = 0; i < c; ++i) {
+    const auto Lii = MatrixView<const T>(B.rows_range(i * l, l).cols_range(i * l, l));
+    p.geam(T(1), Lii, T(0), Lii, D[i]);
+  }
+  std::vector<T> h(static_cast<size_t>(c * l * l)), ratio(static_cast<size_t>(c));
+  p.to_host(d.data(), h.data(), c * l * l);
+  for (index_t i = 0; i < c; ++i) {
+    T lo = std::abs(h[static_cast<size_t>(i * l * l)]), hi = lo;
+    for (index_t j = 1; j < l; ++j) {
+      const T x = std::abs(h[static_cast<size_t>(i * l * l + j * (l + 1))]);
+      lo = std::min(lo, x);
+      hi = std::max(hi, x);
+    }
+    ratio[static_cast<size_t>(i)] = hi > T(0) ? lo / hi : T(0);
+  }
+  ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
+  check_rank(ratio,
+             std::max(ctx.rank_tolerance, 4 * std::sqrt(double(std::numeric_limits<T>::epsilon()))),
+             "A_i (min |L_jj| / max |L_jj| of the Cholesky factor of A_i^T A_i)");
   p.unvstack(MatrixView<const T>(v.data(), n, l), ctx.G);
 }
 

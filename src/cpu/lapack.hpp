@@ -156,6 +156,27 @@ inline lapack_int sygst_lower(lapack_int n, double* A, lapack_int lda, const dou
                               lapack_int ldb) {
   return LAPACKE_dsygst_work(LAPACK_COL_MAJOR, 1, 'L', n, A, lda, B, ldb);
 }
+// X <- L^{-1} X (X m x k) and X <- X L^{-T} (X m x k) for lower triangular L.
+inline void trsm_left_lower(lapack_int m, lapack_int k, const float* L, lapack_int ldl, float* X,
+                            lapack_int ldx) {
+  cblas_strsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, k, 1.0f, L, ldl,
+              X, ldx);
+}
+inline void trsm_left_lower(lapack_int m, lapack_int k, const double* L, lapack_int ldl, double* X,
+                            lapack_int ldx) {
+  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, k, 1.0, L, ldl,
+              X, ldx);
+}
+inline void trsm_right_lower_trans(lapack_int m, lapack_int k, const float* L, lapack_int ldl,
+                                   float* X, lapack_int ldx) {
+  cblas_strsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, k, 1.0f, L, ldl,
+              X, ldx);
+}
+inline void trsm_right_lower_trans(lapack_int m, lapack_int k, const double* L, lapack_int ldl,
+                                   double* X, lapack_int ldx) {
+  cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, k, 1.0, L, ldl, X,
+              ldx);
+}
 // X <- L^{-T} X for lower triangular L (n x n), X n x k.
 inline void trsm_left_lower_trans(lapack_int n, lapack_int k, const float* L, lapack_int ldl,
                                   float* X, lapack_int ldx) {

@@ -65,10 +65,12 @@ TEST(BadInput, RankDeficientUserIsNamed) {
     for (index_t r = 0; r < A.rows(); ++r) A(1, r, 3) = A(1, r, 0);
     AlignOptions opts;
     opts.method = m;
+    SCOPED_TRACE(to_string(m));
     if (m == Method::kawakami) {
       // Both forms must refuse it.
       for (auto form : {KawakamiForm::qr_svd, KawakamiForm::eigen}) {
         opts.kawakami_form = form;
+        SCOPED_TRACE(form == KawakamiForm::eigen ? "eigen form" : "qr_svd form");
         expect_invalid([&] { align(A, opts); }, {"rank"});
       }
       continue;
