@@ -95,7 +95,8 @@ void cases(benchmark::internal::Benchmark* b) {
   struct Shape {
     index_t l, c;
   };
-  for (Shape s : {Shape{2, 1000}, Shape{16, 1000}, Shape{50, 1000}, Shape{128, 100}, Shape{500, 4}})
+  for (Shape s : {Shape{2, 1000}, Shape{16, 1000}, Shape{50, 1000}, Shape{64, 500}, Shape{96, 200},
+                  Shape{128, 100}, Shape{500, 4}})
     for (int bits : {32, 64})
       for (int k : {0, 3, 6, 12}) {
         if (bits == 32 && k > 3) continue;  // float: kappa beyond ~1/(l u) is rank-deficient

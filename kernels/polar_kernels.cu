@@ -98,7 +98,7 @@ __global__ void __launch_bounds__(kThreads)
   dx = block_sum(dx, shared);
   xn = block_sum(xn, shared);
   if (threadIdx.x == 0) {
-    polar::newton_after(st, dx, xn, tolerance);
+    polar::newton_after(st, dx, xn, tolerance, n);
     if (polar::active(st)) atomicAdd(active, 1);
   }
 }

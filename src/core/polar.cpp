@@ -36,10 +36,12 @@ PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool si
   (void)count;
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
   if (device == Device::cuda) return PolarMethod::iterative;
-  // CPU (bench/results/polar): with the backend's in-cache Gauss-Jordan inverses the iteration
-  // is 1.6-2.7x faster than one gesdd per matrix at l = 16, and in float 1.8-2.1x at l = 50;
-  // in double at l = 50 the two are within 15% either way, and from l = 128 gesdd wins.
-  const index_t largest = single_precision ? 64 : 32;
+  // CPU (bench/results/polar, Byers-Xu scaling with the Newton-Schulz hand-over): with the
+  // backend's in-cache Gauss-Jordan inverses the iteration is 1.2-4.4x faster than one gesdd
+  // per matrix at l = 16 and 50 in both precisions and in float up to l = 96 (1.6-4.7x); in
+  // double the two are within 10% either way at l = 64, and gesdd wins from l = 96 (1.3-1.9x)
+  // unless the matrices are well conditioned.
+  const index_t largest = single_precision ? 96 : 64;
   return l >= 3 && l <= largest ? PolarMethod::iterative : PolarMethod::svd;
 }
 
@@ -122,10 +124,11 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   info.sigma_min.resize(static_cast<size_t>(c));
   info.sigma_max.resize(static_cast<size_t>(c));
   bool to_svd = false;
-  int most = 0;
+  int most = 0, schulz = 1;
   for (index_t k = 0; k < c; ++k) {
     const T* st = state.data() + k * polar::kStateSize;
     most = std::max(most, static_cast<int>(st[polar::kIterations]));
+    schulz = std::max(schulz, static_cast<int>(st[polar::kSchulz]));
     const double kappa = st[polar::kKappa];
     if (polar::failed(st) || polar::active(st) || !(kappa > 0) || !(1.0 / kappa > fallback))
       to_svd = true;
@@ -139,14 +142,19 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     exact.max_iterations = most;
     return exact;
   }
-  // Newton-Schulz polish G = X (3I - X^T X) / 2, taken as G = X + X D with the small
-  // D = (I - X^T X) / 2 (Y as workspace): the correction then costs no rounding of its own
-  // beyond u per entry, which keeps float within 1e-5 of orthogonality up to l = 1000.
-  p.copy(X.data(), G.data(), c * l * l);
-  p.gemm_batched(Op::trans, Op::none, T(-0.5), StackView<const T>(X), StackView<const T>(X), T(0),
-                 Y);
-  p.add_identity_batched(T(0.5), Y);
-  p.gemm_batched(Op::none, Op::none, T(1), StackView<const T>(X), StackView<const T>(Y), T(1), G);
+  // Newton-Schulz steps X <- X (3I - X^T X) / 2, as many as the worst matrix needs (its error
+  // bound when the Newton phase stopped, polar::schulz_steps), the last one into G. Each is
+  // taken as X + X D with the small D = (I - X^T X) / 2 (Y as workspace): the correction then
+  // costs no rounding of its own beyond u per entry, which keeps float within 1e-5 of
+  // orthogonality up to l = 1000.
+  for (int step = 0; step < schulz; ++step) {
+    p.copy(X.data(), G.data(), c * l * l);
+    p.gemm_batched(Op::trans, Op::none, T(-0.5), StackView<const T>(X), StackView<const T>(X), T(0),
+                   Y);
+    p.add_identity_batched(T(0.5), Y);
+    p.gemm_batched(Op::none, Op::none, T(1), StackView<const T>(X), StackView<const T>(Y), T(1), G);
+    if (step + 1 < schulz) p.copy(G.data(), X.data(), c * l * l);
+  }
   info.max_iterations = most;
   info.estimated = true;
   info.used_svd = false;

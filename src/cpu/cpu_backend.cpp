@@ -750,7 +750,7 @@ void newton_update(MatrixView<T> x, MatrixView<const T> y, T* st, int iteration,
       xn += static_cast<double>(v) * v;
       x(i, j) = v;
     }
-  polar::newton_after(st, dx, xn, tol);
+  polar::newton_after(st, dx, xn, tol, static_cast<int>(l));
 }
 
 }  // namespace

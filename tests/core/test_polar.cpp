@@ -297,30 +297,62 @@ TEST(PolarScalar, StartFlagsZeroAndNonFinite) {
   EXPECT_EQ(polar::flags(st), polar::kNonFinite);
 }
 
-TEST(PolarScalar, ScalingConditionEstimateAndConvergence) {
+TEST(PolarScalar, ByersXuScalingAndConditionEstimate) {
   float st[polar::kStateSize];
   polar::start(st, 9.0);  // alpha = 3
-  // ||X||_F = 1, ||X^{-1}||_F = 100: kappa estimate 100, ||M^{-1}||_F = 100 / 3.
+  // l = 4. ||X_0||_F = 1, ||X_0^{-1}||_F = 100: kappa estimate 100, ||M^{-1}||_F = 100 / 3, and
+  // zeta_0 = 1 / sqrt(alpha beta) = sqrt(100 / 1) with alpha = 1, beta = 1 / 100.
   EXPECT_FLOAT_EQ(polar::newton_zeta(st, 1.0, 1e4, 0), 10.0f);
   EXPECT_FLOAT_EQ(st[polar::kKappa], 100.0f);
   EXPECT_FLOAT_EQ(st[polar::kInvNorm], 100.0f / 3.0f);
-  polar::newton_after(st, 0.25, 1.0, 1e-3);  // step 0.5: keep scaling, keep going
+  polar::newton_after(st, 0.25, 25.0, 1e-3, 4);  // b = sqrt(22) - 1: keep going
   EXPECT_TRUE(polar::active(st));
-  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 4.0, 1.0, 1), std::sqrt(0.5f));
-  EXPECT_FLOAT_EQ(st[polar::kKappa], 100.0f) << "the estimate is taken on the first step only";
-  // A scaled step below the tolerance only switches scaling off: its size says little about
-  // the error, so one unscaled step must confirm convergence.
-  polar::newton_after(st, 1e-8, 1.0, 1e-3);
+  // zeta_1 = sqrt(2 sqrt(alpha beta) / (alpha + beta)) = sqrt(2 / (10 + 1 / 10)), whatever the
+  // norms of X_1; the estimate is taken on the first step only.
+  const float z1 = std::sqrt(2.0f / 10.1f);
+  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 25.0, 1.0, 1), z1);
+  EXPECT_FLOAT_EQ(st[polar::kKappa], 100.0f);
+  polar::newton_after(st, 1.0, 9.0, 1e-3, 4);  // b = sqrt(6) - 1: keep going
+  EXPECT_TRUE(polar::active(st));
+  // zeta_2 = 1 / sqrt((zeta_1 + 1 / zeta_1) / 2).
+  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 9.0, 4.0, 2), 1.0f / std::sqrt((z1 + 1.0f / z1) / 2.0f));
+  // A scaled step below 1e-2 switches scaling off, but its size says little about the error:
+  // with b = sqrt(1.41) - 1 = 0.187 > kSchulzFrom the matrix stays active.
+  polar::newton_after(st, 1e-6, 4.41, 1e-3, 4);
   EXPECT_TRUE(polar::active(st));
   EXPECT_EQ(polar::flags(st), polar::kNoScaling);
-  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 1.0, 1.0, 2), 1.0f) << "no scaling any more";
-  polar::newton_after(st, 1e-5, 1.0, 1e-3);  // unscaled step 3e-3 > 1e-3: not yet
-  EXPECT_TRUE(polar::active(st));
-  polar::newton_after(st, 1e-8, 1.0, 1e-3);  // unscaled step 1e-4: converged
-  EXPECT_FALSE(polar::active(st));
-  EXPECT_FALSE(polar::failed(st));
-  EXPECT_EQ(polar::flags(st), polar::kNoScaling | polar::kConverged);
-  EXPECT_FLOAT_EQ(st[polar::kIterations], 4.0f);
+  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 4.41, 4.0, 3), 1.0f) << "no scaling any more";
+  EXPECT_FLOAT_EQ(st[polar::kIterations], 3.0f);
+}
+
+TEST(PolarScalar, NewtonPhaseEndsByTheErrorBoundOrTheStep) {
+  // Every singular value within kSchulzFrom of 1: ||X||_F^2 = 4.2 with l = 4 bounds s_max by
+  // sqrt(1.2) = 1 + 0.0954. Newton-Schulz from 0.0954: 1.41e-2, 2.99e-4, 1.34e-7, 2.7e-14 (below
+  // float's u = 6e-8 after 4 steps), 1.1e-27 (below double's 1.1e-16 after 5).
+  float sf[polar::kStateSize];
+  polar::start(sf, 1.0);
+  polar::newton_after(sf, 0.04, 4.2, 1e-3, 4);  // a large (scaled) step: the bound decides
+  EXPECT_FALSE(polar::active(sf));
+  EXPECT_FALSE(polar::failed(sf));
+  EXPECT_EQ(polar::flags(sf), polar::kConverged);
+  EXPECT_FLOAT_EQ(sf[polar::kSchulz], 4.0f);
+  double sd[polar::kStateSize];
+  polar::start(sd, 1.0);
+  polar::newton_after(sd, 0.04, 4.2, 1e-3, 4);
+  EXPECT_EQ(sd[polar::kSchulz], 5.0);
+  // Just above the bound: not yet.
+  polar::start(sd, 1.0);
+  polar::newton_after(sd, 0.04, 4.22, 1e-3, 4);
+  EXPECT_TRUE(polar::active(sd));
+  // The unscaled step below the tolerance ends it too (kNoScaling set by an earlier step);
+  // ||X||_F^2 = l: b = 0, one polish step.
+  polar::set_flag(sd, polar::kNoScaling);
+  polar::newton_after(sd, 1e-8 * 4.5, 4.5, 1e-3, 4);  // step 1e-4, b = sqrt(1.5) - 1 = 0.22
+  EXPECT_FALSE(polar::active(sd));
+  EXPECT_EQ(sd[polar::kSchulz], double(polar::schulz_steps<double>(std::sqrt(1.5) - 1)));
+  EXPECT_EQ(polar::schulz_steps<double>(0.0), 1) << "the polish always runs";
+  EXPECT_EQ(polar::schulz_steps<double>(1e-8), 2);  // 1.5e-16 > u, then 3.4e-32
+  EXPECT_EQ(polar::schulz_steps<float>(1e-8), 1);
 }
 
 TEST(PolarScalar, OverflowedInverseStopsTheMatrix) {
