@@ -348,7 +348,8 @@ void CpuPrimitives<T>::trsm_upper_batched(StackView<const T> R, StackView<T> B) 
   if (m == 0 || n == 0) return;
   BlasThreads one(1);
 #pragma omp parallel for schedule(static) num_threads(threads_)
-  for (index_t k = 0; k < B.count(); ++k) trsm_left_upper(m, n, R[k].data(), ldr, B[k].data(), ldb);
+  for (index_t k = 0; k < B.count(); ++k)
+    trsm({true, true, false}, m, n, R[k].data(), ldr, B[k].data(), ldb);
 }
 
 template <typename T>
@@ -668,16 +669,16 @@ void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k
     }
     for (size_t b = 0; b + 1 < starts.size(); ++b) {  // rows of block b, columns 0..e-1
       const index_t s = starts[b], e = starts[b + 1];
-      cpu::trsm_left_lower(li(e - s), li(e), &B(s, s), ldb, &S(s, 0), lds);
+      cpu::trsm({true, false, false}, li(e - s), li(e), &B(s, s), ldb, &S(s, 0), lds);
     }
     for (size_t b = 0; b + 1 < starts.size(); ++b) {  // columns of block b, rows s..n-1
       const index_t s = starts[b], e = starts[b + 1];
-      cpu::trsm_right_lower_trans(li(n - s), li(e - s), &B(s, s), ldb, &S(s, s), lds);
+      cpu::trsm({false, false, true}, li(n - s), li(e - s), &B(s, s), ldb, &S(s, s), lds);
     }
   }
   std::vector<T> w(static_cast<size_t>(n));
   eigenpairs_in_range(S, 1, k, w.data(), V.data(), V.ld());
-  cpu::trsm_left_lower_trans(ni, ki, B.data(), ldb, V.data(), li(V.ld()));
+  cpu::trsm({true, false, true}, ni, ki, B.data(), ldb, V.data(), li(V.ld()));
   for (index_t j = 0; j < k; ++j) evals[j] = w[static_cast<size_t>(j)];
 }
 

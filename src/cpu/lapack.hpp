@@ -51,15 +51,20 @@ inline void syrk_lower(bool trans, lapack_int n, lapack_int k, double alpha, con
   cblas_dsyrk(CblasColMajor, CblasLower, cblas_op(trans), n, k, alpha, A, lda, beta, C, ldc);
 }
 
-inline void trsm_left_upper(lapack_int m, lapack_int n, const float* R, lapack_int ldr, float* B,
-                            lapack_int ldb) {
-  cblas_strsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, n, 1.0f, R, ldr,
-              B, ldb);
+// B <- op(T)^{-1} B (side left) or B op(T)^{-1} (side right) for triangular T with a non-unit
+// diagonal; B is m x n.
+struct Triangle {
+  bool left, upper, trans;
+};
+inline void trsm(Triangle t, lapack_int m, lapack_int n, const float* T, lapack_int ldt, float* B,
+                 lapack_int ldb) {
+  cblas_strsm(CblasColMajor, t.left ? CblasLeft : CblasRight, t.upper ? CblasUpper : CblasLower,
+              t.trans ? CblasTrans : CblasNoTrans, CblasNonUnit, m, n, 1.0f, T, ldt, B, ldb);
 }
-inline void trsm_left_upper(lapack_int m, lapack_int n, const double* R, lapack_int ldr, double* B,
-                            lapack_int ldb) {
-  cblas_dtrsm(CblasColMajor, CblasLeft, CblasUpper, CblasNoTrans, CblasNonUnit, m, n, 1.0, R, ldr,
-              B, ldb);
+inline void trsm(Triangle t, lapack_int m, lapack_int n, const double* T, lapack_int ldt, double* B,
+                 lapack_int ldb) {
+  cblas_dtrsm(CblasColMajor, t.left ? CblasLeft : CblasRight, t.upper ? CblasUpper : CblasLower,
+              t.trans ? CblasTrans : CblasNoTrans, CblasNonUnit, m, n, 1.0, T, ldt, B, ldb);
 }
 
 // gesdd with jobz = 'S' (thin U and V^T). `work`/`iwork` are caller-provided; a query with
@@ -156,39 +161,6 @@ inline lapack_int sygst_lower(lapack_int n, double* A, lapack_int lda, const dou
                               lapack_int ldb) {
   return LAPACKE_dsygst_work(LAPACK_COL_MAJOR, 1, 'L', n, A, lda, B, ldb);
 }
-// X <- L^{-1} X (X m x k) and X <- X L^{-T} (X m x k) for lower triangular L.
-inline void trsm_left_lower(lapack_int m, lapack_int k, const float* L, lapack_int ldl, float* X,
-                            lapack_int ldx) {
-  cblas_strsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, k, 1.0f, L, ldl,
-              X, ldx);
-}
-inline void trsm_left_lower(lapack_int m, lapack_int k, const double* L, lapack_int ldl, double* X,
-                            lapack_int ldx) {
-  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, m, k, 1.0, L, ldl,
-              X, ldx);
-}
-inline void trsm_right_lower_trans(lapack_int m, lapack_int k, const float* L, lapack_int ldl,
-                                   float* X, lapack_int ldx) {
-  cblas_strsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, k, 1.0f, L, ldl,
-              X, ldx);
-}
-inline void trsm_right_lower_trans(lapack_int m, lapack_int k, const double* L, lapack_int ldl,
-                                   double* X, lapack_int ldx) {
-  cblas_dtrsm(CblasColMajor, CblasRight, CblasLower, CblasTrans, CblasNonUnit, m, k, 1.0, L, ldl, X,
-              ldx);
-}
-// X <- L^{-T} X for lower triangular L (n x n), X n x k.
-inline void trsm_left_lower_trans(lapack_int n, lapack_int k, const float* L, lapack_int ldl,
-                                  float* X, lapack_int ldx) {
-  cblas_strsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit, n, k, 1.0f, L, ldl, X,
-              ldx);
-}
-inline void trsm_left_lower_trans(lapack_int n, lapack_int k, const double* L, lapack_int ldl,
-                                  double* X, lapack_int ldx) {
-  cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasTrans, CblasNonUnit, n, k, 1.0, L, ldl, X,
-              ldx);
-}
-
 /// Sets OpenBLAS to `n` threads for the lifetime of the guard. Used around loops that run many
 /// small LAPACK calls in parallel over users, where BLAS-level threads would oversubscribe.
 class BlasThreads {
