@@ -982,9 +982,11 @@ TYPED_TEST_P(BackendConformance, InverseBatchedInvertsActiveAndFlagsSingular) {
   using T = TypeParam;
   const Real kappa = 10;
   std::uint64_t seed = 1300;
-  // 100 > 96 and > 32: the CPU's LAPACK path and the GPU's getrf path besides the small ones.
+  // 100 > 96 and > 32: the CPU's LAPACK path and the GPU's getrf path besides the small ones;
+  // 33, 50 and 96: the CPU's Gauss-Jordan with pivots in blocks of 4 (tails of 1, 2 and none).
   for (index_t c : {index_t(0), index_t(1), index_t(5)})
-    for (index_t l : {index_t(1), index_t(7), index_t(33), index_t(100)}) {
+    for (index_t l :
+         {index_t(1), index_t(7), index_t(33), index_t(50), index_t(96), index_t(100)}) {
       SCOPED_TRACE(shape<T>(c, l, l));
       Rng rng(seed++);
       HostStack<T> X(c, l, l), Y(c, l, l);
@@ -993,10 +995,11 @@ TYPED_TEST_P(BackendConformance, InverseBatchedInvertsActiveAndFlagsSingular) {
         X.set(k, known_svd(l, l, kappa, rng).M);
         polar::start(state.data() + k * polar::kStateSize, 1.0);
       }
-      // Matrix 1: a zero column (exactly zero pivot) -> singular; matrix 2: converged
-      // (inactive) and also singular -> left alone; matrix 3: converged, regular.
+      // Matrix 1: a zero column (exactly zero pivot; the last one, reached after every block
+      // of pivots before it) -> singular; matrix 2: converged (inactive) and also singular ->
+      // left alone; matrix 3: converged, regular.
       if (c > 1)
-        for (index_t i = 0; i < l; ++i) X.at(1, i, 0) = T(0);
+        for (index_t i = 0; i < l; ++i) X.at(1, i, l - 1) = T(0);
       if (c > 2) {
         for (index_t i = 0; i < l; ++i) X.at(2, i, 0) = T(0);
         polar::set_flag(state.data() + 2 * polar::kStateSize, polar::kConverged);
