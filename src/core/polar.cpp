@@ -36,11 +36,11 @@ PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool si
   (void)count;
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
   if (device == Device::cuda) return PolarMethod::iterative;
-  // CPU (bench/results/polar, Byers-Xu scaling with the Newton-Schulz hand-over): with the
-  // backend's in-cache Gauss-Jordan inverses the iteration is 1.2-4.4x faster than one gesdd
-  // per matrix at l = 16 and 50 in both precisions and in float up to l = 96 (1.6-4.7x); in
-  // double the two are within 10% either way at l = 64, and gesdd wins from l = 96 (1.3-1.9x)
-  // unless the matrices are well conditioned.
+  // CPU (bench/results/polar, Byers-Xu scaling with the Newton-Schulz hand-over, blocked
+  // Gauss-Jordan inverses in cache): the iteration is 1.1-5.5x faster than one gesdd per matrix
+  // at l = 16, 50 and 64 in both precisions and in float at l = 96 (1.8-5.2x); in double at
+  // l = 96 the two are within 12% either way for kappa >= 1e3, and gesdd wins from l = 128
+  // (1.2-1.6x) unless the matrices are well conditioned.
   const index_t largest = single_precision ? 96 : 64;
   return l >= 3 && l <= largest ? PolarMethod::iterative : PolarMethod::svd;
 }
