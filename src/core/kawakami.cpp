@@ -44,6 +44,11 @@ void kawakami_qr_svd(Context<T>& ctx) {
 }
 
 template <typename T>
+bool by_magnitude(T x, T y) {
+  return std::abs(x) < std::abs(y);
+}
+
+template <typename T>
 void kawakami_eigen(Context<T>& ctx) {
   auto& p = ctx.p;
   const index_t l = ctx.dim(), c = ctx.users(), n = c * l;
@@ -72,21 +77,16 @@ void kawakami_eigen(Context<T>& ctx) {
   // Cholesky factorisation fail (it did not with OpenBLAS's Cooper Lake kernels). Measured with
   // a duplicated column (a = 40, 1000, 20000, 12 seeds): at most 1.2 sqrt(eps), so the
   // tolerance has a floor of 4 sqrt(eps).
-  Buffer<T> d = p.allocate(c * l * l);
-  StackView<T> D(d.data(), c, l, l);
+  // L's diagonal as one 1 x n row: entry j sits at B.data() + j (ld + 1).
+  Buffer<T> d = p.allocate(n);
+  const MatrixView<const T> diagonal(B.data(), 1, n, B.ld() + 1);
+  p.geam(T(1), diagonal, T(0), diagonal, MatrixView<T>(d.data(), 1, n));
+  std::vector<T> h(static_cast<size_t>(n)), ratio(static_cast<size_t>(c));
+  p.to_host(d.data(), h.data(), n);
   for (index_t i = 0; i < c; ++i) {
-    const auto Lii = MatrixView<const T>(B.rows_range(i * l, l).cols_range(i * l, l));
-    p.geam(T(1), Lii, T(0), Lii, D[i]);
-  }
-  std::vector<T> h(static_cast<size_t>(c * l * l)), ratio(static_cast<size_t>(c));
-  p.to_host(d.data(), h.data(), c * l * l);
-  for (index_t i = 0; i < c; ++i) {
-    T lo = std::abs(h[static_cast<size_t>(i * l * l)]), hi = lo;
-    for (index_t j = 1; j < l; ++j) {
-      const T x = std::abs(h[static_cast<size_t>(i * l * l + j * (l + 1))]);
-      lo = std::min(lo, x);
-      hi = std::max(hi, x);
-    }
+    const auto first = h.begin() + i * l, last = first + l;
+    const T lo = std::abs(*std::min_element(first, last, by_magnitude<T>));
+    const T hi = std::abs(*std::max_element(first, last, by_magnitude<T>));
     ratio[static_cast<size_t>(i)] = hi > T(0) ? lo / hi : T(0);
   }
   ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());

@@ -147,8 +147,8 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   // taken as X + X D with the small D = (I - X^T X) / 2 (Y as workspace): the correction then
   // costs no rounding of its own beyond u per entry, which keeps float within 1e-5 of
   // orthogonality up to l = 1000.
+  p.copy(X.data(), G.data(), c * l * l);  // G = X before every step (the copy below keeps it so)
   for (int step = 0; step < schulz; ++step) {
-    p.copy(X.data(), G.data(), c * l * l);
     p.gemm_batched(Op::trans, Op::none, T(-0.5), StackView<const T>(X), StackView<const T>(X), T(0),
                    Y);
     p.add_identity_batched(T(0.5), Y);
