@@ -79,6 +79,32 @@ TEST(BadInput, RankDeficientUserIsNamed) {
   }
 }
 
+// Kawakami-DC's eigen form decides rank on the Gram matrix, which cannot resolve sigma_min /
+// sigma_max below about sqrt(eps): a user whose ratio is 3e-8 (twice sqrt(eps) and far above
+// the default tolerance l eps) passes the QR-SVD form, which measures the ratio on R_i, and is
+// refused by the eigen form, whose tolerance has a floor of 4 sqrt(eps) = 6e-8. Without that
+// floor the eigen form's Cholesky factorisation succeeds here and nothing is raised.
+TEST(BadInput, KawakamiEigenFormFloorsItsRankTolerance) {
+  auto A = good_anchors();
+  // User 1's last column: its first plus 3e-8 of its norm along a fixed direction.
+  double norm = 0, wnorm = 0;
+  for (index_t r = 0; r < A.rows(); ++r) {
+    norm += A(1, r, 0) * A(1, r, 0);
+    wnorm += std::cos(3.0 * r) * std::cos(3.0 * r);
+  }
+  for (index_t r = 0; r < A.rows(); ++r)
+    A(1, r, 3) = A(1, r, 0) + 3e-8 * std::sqrt(norm / wnorm) * std::cos(3.0 * r);
+  AlignOptions opts;
+  opts.method = Method::kawakami;
+  opts.kawakami_form = KawakamiForm::qr_svd;
+  const auto qr = align(A, opts);
+  const double root_eps = std::sqrt(std::numeric_limits<double>::epsilon());
+  ASSERT_GT(qr.report.min_rank_ratio, 1.2 * root_eps);  // resolved by R_i, above the Gram's noise
+  ASSERT_LT(qr.report.min_rank_ratio, 3 * root_eps);    // and below the eigen form's floor
+  opts.kawakami_form = KawakamiForm::eigen;
+  expect_invalid([&] { align(A, opts); }, {"user 1", "rank deficient", "Cholesky"});
+}
+
 TEST(BadInput, UsersWithDifferentShapes) {
   std::vector<Matrix<double>> users = {Matrix<double>(10, 3), Matrix<double>(10, 3),
                                        Matrix<double>(9, 3)};
