@@ -983,10 +983,11 @@ TYPED_TEST_P(BackendConformance, InverseBatchedInvertsActiveAndFlagsSingular) {
   const Real kappa = 10;
   std::uint64_t seed = 1300;
   // 100 > 96 and > 32: the CPU's LAPACK path and the GPU's getrf path besides the small ones;
-  // 33, 50 and 96: the CPU's Gauss-Jordan with pivots in blocks of 4 (tails of 1, 2 and none).
+  // 16, 31, 33, 50 and 96: the CPU's Gauss-Jordan with pivots in blocks of 4 (tails of 3, 1,
+  // 2 and none; the other columns updated four at a time with tails of 0-3); 7 pivot by pivot.
   for (index_t c : {index_t(0), index_t(1), index_t(5)})
-    for (index_t l :
-         {index_t(1), index_t(7), index_t(33), index_t(50), index_t(96), index_t(100)}) {
+    for (index_t l : {index_t(1), index_t(7), index_t(16), index_t(31), index_t(33), index_t(50),
+                      index_t(96), index_t(100)}) {
       SCOPED_TRACE(shape<T>(c, l, l));
       Rng rng(seed++);
       HostStack<T> X(c, l, l), Y(c, l, l);
@@ -1397,7 +1398,7 @@ TYPED_TEST_P(BackendConformance, InnerProductsOfStridedStacksInDouble) {
   using T = TypeParam;
   std::uint64_t seed = 2200;
   for (index_t c : {index_t(0), index_t(1), index_t(5)})
-    for (index_t r : {index_t(1), index_t(7), index_t(33)})
+    for (index_t r : {index_t(1), index_t(7), index_t(33), index_t(100)})
       for (index_t cl : {index_t(1), index_t(4)}) {
         SCOPED_TRACE(shape<T>(c, r, cl));
         Rng rng(seed++);

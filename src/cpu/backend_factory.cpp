@@ -3,6 +3,7 @@
 #include <string>
 
 #include "cpu/cpu_backend.hpp"
+#include "cpu/kernels.hpp"
 #include "cpu/lapack.hpp"
 
 extern "C" char* openblas_get_config(void);
@@ -13,7 +14,8 @@ namespace cpu {
 std::string CpuBackend::description() const {
   return "cpu: " + std::to_string(f64_.threads()) + " threads over users, BLAS " +
          std::string(openblas_get_config()) + " with " +
-         std::to_string(openblas_get_num_threads()) + " threads";
+         std::to_string(openblas_get_num_threads()) + " threads, own kernels " +
+         to_string(kernel_isa());
 }
 }  // namespace cpu
 

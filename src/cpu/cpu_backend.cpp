@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/polar_scalar.hpp"
+#include "cpu/kernels.hpp"
 #include "cpu/lapack.hpp"
 #include "dcalign/random.hpp"
 
@@ -184,127 +185,13 @@ void orthonormalise(std::vector<T>& y, lapack_int m, lapack_int s) {
       "orgqr");
 }
 
-// In-place inverse of the n x n column-major matrix `a` by Gauss-Jordan elimination with
-// partial pivoting; false on an exactly zero pivot. Own code because OpenBLAS has no batched
-// small-matrix inverse: for n <= kSmallInverse its getrf + getri pair spends most of its time
-// in per-call overhead, while this loop keeps the matrix in L1/L2 and its inner loop runs
-// along contiguous columns. It is compiled twice, for the baseline ISA and for AVX2 + FMA,
-// and picked at run time (bench/bm_polar measures both paths; README "Polar factor").
-constexpr index_t kSmallInverse = 96;
-// Pivots per pass over the other columns (see gauss_jordan_body), and the order from which
-// blocking pays: one pass applying 4 pivots loads and stores each entry once instead of four
-// times, 30 -> 20 us per 50 x 50 inverse and 200 -> 110 us at 96 x 96 (1000 distinct matrices,
-// one core); below 16 the extra scalar work per column costs more than it saves.
-constexpr int kPivotBlock = 4;
-constexpr index_t kBlockFrom = 16;
-
-// Workspace entries gauss_jordan_inverse needs in `col` for order n.
-constexpr index_t gauss_jordan_workspace(index_t n) { return kPivotBlock * n; }
-
-// Gauss-Jordan with the pivots taken kPivotBlock at a time. Within a block the pivot columns
-// are eliminated as in the textbook loop (the panel), saving each pivot's column c_p (zero in
-// its own row, with the block's later row interchanges applied). Every other column then gets
-// the block's interchanges, the multipliers t_p = (a_p - sum_{q < p} c_q[p] t_q) / pivot_p,
-// one pass a -= sum_p c_p t_p, and the pivot rows set to t_p - sum_{q > p} c_q[p] t_q, which is
-// what the textbook loop leaves there.
-template <typename T>
-inline __attribute__((always_inline)) bool gauss_jordan_body(T* a, index_t n, index_t* perm,
-                                                             T* __restrict cols) {
-  const int block = n >= kBlockFrom ? kPivotBlock : 1;
-  T inv[kPivotBlock];
-  for (index_t k0 = 0; k0 < n; k0 += block) {
-    const int kb = static_cast<int>(std::min<index_t>(block, n - k0));
-    for (int q = 0; q < kb; ++q) {  // the panel
-      const index_t k = k0 + q;
-      T* ak = a + k * n;
-      index_t r = k;
-      T best = std::abs(ak[k]);
-      for (index_t i = k + 1; i < n; ++i)
-        if (std::abs(ak[i]) > best) {
-          best = std::abs(ak[i]);
-          r = i;
-        }
-      if (!(best > T(0))) return false;
-      perm[k] = r;
-      if (r != k) {
-        for (int j = 0; j < kb; ++j) std::swap(a[k + (k0 + j) * n], a[r + (k0 + j) * n]);
-        for (int p = 0; p < q; ++p) std::swap(cols[p * n + k], cols[p * n + r]);
-      }
-      inv[q] = T(1) / ak[k];
-      T* __restrict c = cols + q * n;
-      for (index_t i = 0; i < n; ++i) c[i] = ak[i];
-      c[k] = T(0);
-      for (int j = 0; j < kb; ++j) {
-        if (j == q) continue;
-        T* __restrict aj = a + (k0 + j) * n;
-        const T t = aj[k] * inv[q];
-        for (index_t i = 0; i < n; ++i) aj[i] -= c[i] * t;
-        aj[k] = t;
-      }
-      for (index_t i = 0; i < n; ++i) ak[i] = -c[i] * inv[q];
-      ak[k] = inv[q];
-    }
-    for (index_t j = 0; j < n; ++j) {  // every other column, all kb pivots in one pass
-      if (j >= k0 && j < k0 + kb) continue;
-      T* __restrict aj = a + j * n;
-      T t[kPivotBlock], x[kPivotBlock];
-      for (int q = 0; q < kb; ++q)
-        if (perm[k0 + q] != k0 + q) std::swap(aj[k0 + q], aj[perm[k0 + q]]);
-      for (int q = 0; q < kb; ++q) {
-        T v = aj[k0 + q];
-        for (int p = 0; p < q; ++p) v -= cols[p * n + k0 + q] * t[p];
-        x[q] = v;
-        t[q] = v * inv[q];
-      }
-      if (kb == kPivotBlock) {  // the common case, with a fixed trip count the compiler unrolls
-        for (index_t i = 0; i < n; ++i) {
-          T v = aj[i];
-          for (int p = 0; p < kPivotBlock; ++p) v -= cols[p * n + i] * t[p];
-          aj[i] = v;
-        }
-      } else {
-        for (index_t i = 0; i < n; ++i) {
-          T v = aj[i];
-          for (int p = 0; p < kb; ++p) v -= cols[p * n + i] * t[p];
-          aj[i] = v;
-        }
-      }
-      for (int q = 0; q < kb; ++q) aj[k0 + q] += t[q] - x[q];
-    }
-  }
-  // Row interchanges of the input are column interchanges of its inverse, in reverse order.
-  for (index_t k = n - 1; k >= 0; --k)
-    if (perm[k] != k)
-      for (index_t i = 0; i < n; ++i) std::swap(a[i + k * n], a[i + perm[k] * n]);
-  return true;
-}
-
-template <typename T>
-bool gauss_jordan_generic(T* a, index_t n, index_t* perm, T* col) {
-  return gauss_jordan_body(a, n, perm, col);
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-template <typename T>
-__attribute__((target("avx2,fma"))) bool gauss_jordan_avx2(T* a, index_t n, index_t* perm, T* col) {
-  return gauss_jordan_body(a, n, perm, col);
-}
-#endif
-
-template <typename T>
-bool gauss_jordan_inverse(T* a, index_t n, index_t* perm, T* col) {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2) return gauss_jordan_avx2(a, n, perm, col);
-#endif
-  return gauss_jordan_generic(a, n, perm, col);
-}
-
 }  // namespace
 
 template <typename T>
 CpuPrimitives<T>::CpuPrimitives(int threads)
-    : threads_(threads > 0 ? threads : omp_get_max_threads()) {}
+    : threads_(threads > 0 ? threads : omp_get_max_threads()) {
+  kernel_isa();  // a bad DCALIGN_CPU_ISA fails here, when the backend is made
+}
 
 template <typename T>
 Buffer<T> CpuPrimitives<T>::allocate(index_t n) {
@@ -755,7 +642,7 @@ void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackV
 namespace {
 
 // Per-thread workspace of the inverses: LAPACK pivots and work array, Gauss-Jordan's
-// permutation and column.
+// permutation and scratch (cpu/kernels.hpp).
 template <typename T>
 struct InverseWorkspace {
   std::vector<lapack_int> ipiv;
@@ -1003,9 +890,14 @@ std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A, Stac
 
 template <typename T>
 double CpuPrimitives<T>::sum_squares(const T* x, index_t n) {
+  const index_t chunk = 1 << 16;
+  const index_t chunks = (n + chunk - 1) / chunk;
   double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(threads_)
-  for (index_t i = 0; i < n; ++i) s += static_cast<double>(x[i]) * x[i];
+#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(threads_) if (chunks > 1)
+  for (index_t q = 0; q < chunks; ++q) {
+    const T* p = x + q * chunk;
+    s += dot(p, p, std::min(chunk, n - q * chunk));
+  }
   return s;
 }
 
@@ -1017,11 +909,10 @@ std::vector<double> CpuPrimitives<T>::inner_products(StackView<const T> X, Stack
   for (index_t k = 0; k < X.count(); ++k) {
     const auto x = X[k], y = Y[k];
     double s = 0;
-    for (index_t j = 0; j < n; ++j) {
-      const T* xc = x.data() + j * x.ld();
-      const T* yc = y.data() + j * y.ld();
-#pragma omp simd reduction(+ : s)
-      for (index_t i = 0; i < m; ++i) s += static_cast<double>(xc[i]) * yc[i];
+    if (x.ld() == m && y.ld() == m) {
+      s = dot(x.data(), y.data(), m * n);  // contiguous: one pass
+    } else {
+      for (index_t j = 0; j < n; ++j) s += dot(x.data() + j * x.ld(), y.data() + j * y.ld(), m);
     }
     out[k] = s;
   }

@@ -2,6 +2,7 @@
 // CPU backend's error reporting from inside its OpenMP loops.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <string>
@@ -21,6 +22,37 @@ Backend* backend_under_test(std::string* why_not) {
 INSTANTIATE_TYPED_TEST_SUITE_P(Cpu, BackendConformance, Precisions);
 
 namespace {
+
+// The own kernels (src/cpu/kernels.cpp) run with the instruction set DCALIGN_CPU_ISA names, by
+// default the widest the CPU has; CTest runs this whole suite once more for each narrower set
+// (tests/cpu/CMakeLists.txt), and this test shows that the variable took effect.
+TEST(CpuKernels, DescriptionNamesTheInstructionSetInUse) {
+  const std::string d = backend_under_test(nullptr)->description();
+  const char* env = std::getenv("DCALIGN_CPU_ISA");
+  if (env && *env) {
+    EXPECT_NE(d.find(std::string("own kernels ") + env), std::string::npos) << d;
+  } else {
+    EXPECT_TRUE(d.find("own kernels baseline") != std::string::npos ||
+                d.find("own kernels avx2") != std::string::npos ||
+                d.find("own kernels avx512") != std::string::npos)
+        << d;
+  }
+}
+
+// Run by CTest with DCALIGN_CPU_ISA=sse9 (test cpu_kernels_unknown_isa): making the backend
+// fails with a message naming the variable and the accepted values.
+TEST(CpuKernels, UnknownInstructionSetIsRefused) {
+  const char* env = std::getenv("DCALIGN_CPU_ISA");
+  if (!env || std::string(env) != "sse9") GTEST_SKIP() << "needs DCALIGN_CPU_ISA=sse9";
+  try {
+    make_backend(Device::cpu);
+    ADD_FAILURE() << "no exception for DCALIGN_CPU_ISA=sse9";
+  } catch (const BackendError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "DCALIGN_CPU_ISA='sse9' is not an instruction set of the CPU kernels (expected "
+              "baseline, avx2 or avx512)");
+  }
+}
 
 // An exception thrown inside an OpenMP region terminates the program; the backend carries the
 // first failure (lowest matrix index) out of the loop and rethrows it, naming the matrix. The
