@@ -28,11 +28,6 @@
 namespace dcalign::cpu {
 namespace {
 
-template <typename T>
-void host_free(void* p) {
-  delete[] static_cast<T*>(p);
-}
-
 lapack_int li(index_t v) {
   if (v > std::numeric_limits<lapack_int>::max())
     throw InvalidInput("dimension " + std::to_string(v) +
@@ -188,8 +183,8 @@ void orthonormalise(std::vector<T>& y, lapack_int m, lapack_int s) {
 }  // namespace
 
 template <typename T>
-CpuPrimitives<T>::CpuPrimitives(int threads)
-    : threads_(threads > 0 ? threads : omp_get_max_threads()) {
+CpuPrimitives<T>::CpuPrimitives(int threads, HostPool* pool)
+    : threads_(threads > 0 ? threads : omp_get_max_threads()), pool_(pool) {
   kernel_isa();  // a bad DCALIGN_CPU_ISA fails here, when the backend is made
 }
 
@@ -202,8 +197,10 @@ Buffer<T> CpuPrimitives<T>::allocate(index_t n) {
   // under ASan's allocator, on an 8 x 8 float Gram matrix) that read faults. The spare entries
   // are never read as data.
   constexpr index_t kSpare = 64 / static_cast<index_t>(sizeof(T));
-  T* p = new T[static_cast<size_t>(std::max<index_t>(n, 1) + kSpare)];
-  return Buffer<T>(p, n, &host_free<T>);
+  const auto entries = static_cast<size_t>(std::max<index_t>(n, 1) + kSpare);
+  if (entries > std::numeric_limits<size_t>::max() / sizeof(T))
+    throw InvalidInput("allocate: " + std::to_string(n) + " entries exceed the address space");
+  return Buffer<T>(static_cast<T*>(pool_->acquire(entries * sizeof(T))), n, &HostPool::release);
 }
 
 template <typename T>

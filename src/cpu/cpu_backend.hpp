@@ -1,4 +1,7 @@
 #pragma once
+#include <memory>
+
+#include "cpu/host_pool.hpp"
 #include "dcalign/backend.hpp"
 
 namespace dcalign::cpu {
@@ -6,7 +9,8 @@ namespace dcalign::cpu {
 template <typename T>
 class CpuPrimitives final : public Primitives<T> {
  public:
-  explicit CpuPrimitives(int threads);
+  /// `pool` (not owned) provides allocate()'s memory.
+  CpuPrimitives(int threads, HostPool* pool);
   Device device() const override { return Device::cpu; }
   int threads() const { return threads_; }
 
@@ -57,17 +61,24 @@ class CpuPrimitives final : public Primitives<T> {
 
  private:
   int threads_;
+  HostPool* pool_;
 };
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(const BackendOptions& opts) : f32_(opts.threads), f64_(opts.threads) {}
+  explicit CpuBackend(const BackendOptions& opts)
+      : pool_(HostPool::open()), f32_(opts.threads, pool_.get()), f64_(opts.threads, pool_.get()) {}
   Device device() const override { return Device::cpu; }
   std::string description() const override;
   Primitives<float>& f32() override { return f32_; }
   Primitives<double>& f64() override { return f64_; }
+  HostPool& pool() { return *pool_; }
 
  private:
+  struct ClosePool {
+    void operator()(HostPool* p) const { p->close(); }
+  };
+  std::unique_ptr<HostPool, ClosePool> pool_;  // first: the primitives go before it
   CpuPrimitives<float> f32_;
   CpuPrimitives<double> f64_;
 };
