@@ -36,12 +36,14 @@ PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool si
   (void)count;
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
   if (device == Device::cuda) return PolarMethod::iterative;
-  // CPU (bench/results/polar, Byers-Xu scaling with the Newton-Schulz hand-over, blocked
-  // Gauss-Jordan inverses in cache): the iteration is 1.1-5.5x faster than one gesdd per matrix
-  // at l = 16, 50 and 64 in both precisions and in float at l = 96 (1.8-5.2x); in double at
-  // l = 96 the two are within 12% either way for kappa >= 1e3, and gesdd wins from l = 128
-  // (1.2-1.6x) unless the matrices are well conditioned.
-  const index_t largest = single_precision ? 96 : 64;
+  // CPU (bench/results/polar, Byers-Xu scaling with the Newton-Schulz hand-over, the own
+  // Gauss-Jordan inverses of commit 1db9200 in AVX-512): the iteration is 1.3-5.9x faster than
+  // one gesdd per matrix at l = 16, 50, 64 and 96 in both precisions, except at l = 96 in double
+  // with kappa = 1e12, where the two tie (1.01; with the AVX2 inverse of 77b375a the l = 96
+  // double cells were within 12% either way); gesdd wins from l = 128 (1.07-1.43x) unless the
+  // matrices are well conditioned.
+  (void)single_precision;
+  const index_t largest = 96;
   return l >= 3 && l <= largest ? PolarMethod::iterative : PolarMethod::svd;
 }
 
