@@ -126,7 +126,8 @@ void BM_PolarBatched(benchmark::State& st) {
 BENCHMARK(BM_PolarBatched)->Apply(args);
 
 // The batched scaled Newton iteration (dcalign::polar_factor, iterative path) on the same M_i;
-// counters: Newton steps of the slowest matrix and the orthogonality error reached.
+// counters: Newton steps of the slowest matrix, Newton-Schulz steps and the orthogonality error
+// reached.
 void BM_PolarIterative(benchmark::State& st) {
   const long a = st.range(0), l = st.range(1), c = st.range(2);
   Setup s(a, l, c, threads());
@@ -141,6 +142,7 @@ void BM_PolarIterative(benchmark::State& st) {
     info = dcalign::polar_factor(p, s.blocks(m), false,
                                  dcalign::StackView<double>(g.data(), c, l, l), o);
   st.counters["newton_steps"] = info.max_iterations;
+  st.counters["schulz_steps"] = info.schulz_steps;
   st.counters["svd_fallback"] = info.used_svd ? 1 : 0;
   double worst = 0;
   for (double e : p.orthogonality_errors(dcalign::StackView<const double>(g.data(), c, l, l)))

@@ -77,6 +77,7 @@ void run(benchmark::State& st) {
   double orth = 0;
   for (double e : cpu().f64().orthogonality_errors(Gd.view())) orth = std::max(orth, e);
   st.counters["newton_steps"] = info.max_iterations;
+  st.counters["schulz_steps"] = info.schulz_steps;
   st.counters["svd_fallback"] = iterative && info.used_svd ? 1 : 0;
   st.counters["orth_error"] = orth;
   st.counters["forward_error"] = fwd;

@@ -90,6 +90,7 @@ struct PolarInfo {
   /// under-estimates the true ratio by at most a factor l (see `estimated`).
   std::vector<T> sigma_min, sigma_max;
   int max_iterations = 0;           ///< iterative path: most Newton steps any matrix needed
+  int schulz_steps = 0;             ///< iterative path: Newton-Schulz steps taken (0: SVD path)
   bool estimated = false;           ///< sigma_min/sigma_max are the iterative path's bounds
   bool used_svd = true;             ///< the SVD path produced G (chosen, or as the fallback)
   double orthogonality_error = -1;  ///< max_k ||G_k^T G_k - I||_F when measured, else -1

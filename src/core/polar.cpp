@@ -158,6 +158,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     if (step + 1 < schulz) p.copy(G.data(), X.data(), c * l * l);
   }
   info.max_iterations = most;
+  info.schulz_steps = schulz;
   info.estimated = true;
   info.used_svd = false;
   if (opts.measure_orthogonality) {
