@@ -326,10 +326,11 @@ Dataset repeat_rows(const Dataset& d, index_t n);
 /// Rows idx[0], idx[1], ... of X, in that order. Throws InvalidInput on an index out of range.
 template <typename T>
 Matrix<T> take_rows(const Matrix<T>& X, const std::vector<index_t>& idx) {
-  for (index_t i : idx)
-    if (i < 0 || i >= X.rows())
-      throw InvalidInput("take_rows: row index " + std::to_string(i) + " out of range for " +
-                         std::to_string(X.rows()) + " rows");
+  for (size_t k = 0; k < idx.size(); ++k)
+    if (idx[k] < 0 || idx[k] >= X.rows())
+      throw InvalidInput("take_rows: row index " + std::to_string(idx[k]) + " at position " +
+                         std::to_string(k) + " is outside the " + std::to_string(X.rows()) +
+                         " rows of the matrix");
   const index_t n = static_cast<index_t>(idx.size());
   Matrix<T> out(n, X.cols());
   // Column by column: the destination is written contiguously (column-major storage).

@@ -123,7 +123,8 @@ DrSummary dr_privacy(const Matrix<double>& X, const Matrix<double>& basis, doubl
 /// are dropped before X~ = X F is formed. epsilon > 0 and finite; ratios finite and >= 0.
 std::vector<index_t> dr_downsample(const std::vector<double>& ratios, double epsilon);
 
-/// The rows of X at `rows` (each in [0, n)), in that order.
+/// The rows of X at `rows` (each in [0, n)), in that order: data::take_rows, with errors that
+/// name the attack.
 Matrix<double> select_rows(const Matrix<double>& X, const std::vector<index_t>& rows);
 
 /// Reconstruction as a set, for NRI-DC's row permutation: the attacker reconstructs the rows of

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cpu/lapack.hpp"
+#include "dcalign/data.hpp"
 #include "dcalign/error.hpp"
 
 namespace dcalign {
@@ -251,16 +252,11 @@ DrSummary dr_privacy(const Matrix<double>& X, const Matrix<double>& basis, doubl
 }
 
 Matrix<double> select_rows(const Matrix<double>& X, const std::vector<index_t>& rows) {
-  Matrix<double> out(static_cast<index_t>(rows.size()), X.cols());
-  for (size_t k = 0; k < rows.size(); ++k) {
-    const index_t i = rows[k];
-    if (i < 0 || i >= X.rows())
-      throw InvalidInput("privacy attack: row index " + std::to_string(i) + " at position " +
-                         std::to_string(k) + " is outside the " + std::to_string(X.rows()) +
-                         " rows of X");
-    for (index_t j = 0; j < X.cols(); ++j) out(static_cast<index_t>(k), j) = X(i, j);
+  try {
+    return data::take_rows(X, rows);
+  } catch (const InvalidInput& e) {
+    throw InvalidInput(std::string("privacy attack: ") + e.what());
   }
-  return out;
 }
 
 SetReconstruction match_rows(const Matrix<double>& truth, const Matrix<double>& reconstruction,

@@ -302,6 +302,10 @@ TEST(DataRows, TakeRowsAndTake) {
   EXPECT_EQ(take(std::vector<double>{5, 6, 7}, {2, 0}), (std::vector<double>{7, 5}));
   EXPECT_THROW(take_rows(X, {4}), InvalidInput);
   EXPECT_THROW(take_rows(X, {-1}), InvalidInput);
+  EXPECT_THAT(invalid_input_message([&] {
+                take_rows(X, {0, 2, 7});
+              }),
+              HasSubstr("row index 7 at position 2 is outside the 4 rows"));
   EXPECT_THROW(take(std::vector<double>{1}, {1}), InvalidInput);
   Matrix<float> F(2, 2, {1, 2, 3, 4});  // column-major: F(1, 0) = 2
   EXPECT_EQ(take_rows(F, {1})(0, 1), 4.0f);

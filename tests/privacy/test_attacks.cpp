@@ -418,7 +418,11 @@ TEST(Attack, BadInputsFailNamingTheArgument) {
         dr_downsample({0.5, std::numeric_limits<double>::quiet_NaN()}, 0.1);
       },
       "ratio 1");
-  expect_invalid([&] { select_rows(X, {0, 5}); }, "row index 5");
+  expect_invalid(
+      [&] {
+        select_rows(X, {0, 5});
+      },
+      "privacy attack: take_rows: row index 5 at position 1");
   expect_invalid([&] { match_rows(X, X, {0, 1, 2}); }, "origin");
   expect_invalid([&] { match_rows(X, X, {0, 1, 2, 3, 9}); }, "origin[4]");
   expect_invalid([&] { pseudo_inverse(Matrix<double>(0, 3), "M"); }, "M");
