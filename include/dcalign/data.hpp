@@ -320,6 +320,12 @@ std::vector<index_t> subsample(const std::vector<double>& y, index_t num_classes
 /// InvalidInput when d has no rows or n < d.samples().
 Dataset repeat_rows(const Dataset& d, index_t n);
 
+/// One pool of a set's official training and test rows: the training rows, then the test rows
+/// (X, y and, where both have them, sample_ids), with the training set's metadata; the test set
+/// of the result has 0 rows, as for a set without an official split. Throws InvalidInput when
+/// the two disagree in features or classes, or when tt has no test rows to pool.
+TrainTest pool_splits(const TrainTest& tt);
+
 // ------------------------------------------------------------------------------------------
 // Gathering rows
 

@@ -87,6 +87,13 @@ struct Config {
   /// 0: the whole official test set; else a random subset of it. A dataset without an official
   /// test split needs it: every trial then draws its own test set of this size from the data.
   index_t test_samples = 0;
+  /// Where the test rows come from for a set with an official split: "official" (the default;
+  /// that split, see test_samples) or "pooled" (the official training and test rows form one
+  /// pool, data::pool_splits, and every trial draws test_samples rows of it for its test set and
+  /// the users from the rest, as for a set without a split; paper 001 section 7 draws the
+  /// 10,000 test images of MNIST and Fashion-MNIST at random). "pooled" needs test_samples >= 1
+  /// and a set with an official split.
+  std::string test_split = "official";
   /// Paper 004's data preparation (section 4.2). subsample > 0: every trial first draws this
   /// many rows of the pool from its own seed, then splits off its test rows and partitions the
   /// users from those rows alone (0: the whole pool, the default). The pool is the dataset's

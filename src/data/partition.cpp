@@ -369,6 +369,40 @@ Dataset repeat_rows(const Dataset& d, index_t n) {
   return take(d, idx);
 }
 
+TrainTest pool_splits(const TrainTest& tt) {
+  const Dataset &a = tt.train, &b = tt.test;
+  if (b.samples() < 1)
+    throw InvalidInput("pool_splits: '" + a.name +
+                       "' has no official test rows to pool with its training rows");
+  if (b.features() != a.features() || b.num_classes != a.num_classes)
+    throw InvalidInput("pool_splits: the test rows of '" + a.name + "' have " +
+                       std::to_string(b.features()) + " features and " +
+                       std::to_string(b.num_classes) + " classes, expected the training rows' " +
+                       std::to_string(a.features()) + " and " + std::to_string(a.num_classes));
+  if (static_cast<index_t>(a.y.size()) != a.samples() ||
+      static_cast<index_t>(b.y.size()) != b.samples())
+    throw InvalidInput("pool_splits: '" + a.name + "' has a label count unlike its row count");
+  const index_t n = checked_add(a.samples(), b.samples(), "pool_splits: rows");
+  TrainTest out;
+  out.train = take(a, {});  // the metadata
+  out.train.X = Matrix<double>(n, a.features());
+  for (index_t j = 0; j < a.features(); ++j) {
+    std::copy(a.X.data() + j * a.samples(), a.X.data() + (j + 1) * a.samples(),
+              out.train.X.data() + j * n);
+    std::copy(b.X.data() + j * b.samples(), b.X.data() + (j + 1) * b.samples(),
+              out.train.X.data() + j * n + a.samples());
+  }
+  out.train.y = a.y;
+  out.train.y.insert(out.train.y.end(), b.y.begin(), b.y.end());
+  if (!a.sample_ids.empty() && !b.sample_ids.empty()) {
+    out.train.sample_ids = a.sample_ids;
+    out.train.sample_ids.insert(out.train.sample_ids.end(), b.sample_ids.begin(),
+                                b.sample_ids.end());
+  }
+  out.test = take(a, {});
+  return out;
+}
+
 Dataset take(const Dataset& d, const std::vector<index_t>& idx) {
   Dataset out;
   out.name = d.name;

@@ -267,6 +267,7 @@ Config load_config(const std::string& path) {
   r.integer("users", c.users, 1);
   r.integer("samples_per_user", c.samples_per_user, 0);  // 0: every row (label-skew only)
   r.integer("test_samples", c.test_samples, 0);
+  r.get("test_split", c.test_split);
   r.integer("subsample", c.subsample, 0);
   r.get("subsample_stratified", c.subsample_stratified);
   r.get("onehot", c.onehot);
@@ -421,6 +422,12 @@ Config load_config(const std::string& path) {
   if (c.protocol != "dc" && c.protocol != "nri-dc") r.fail("protocol", "\"dc\" or \"nri-dc\"");
   if (c.kawakami_form != "qr-svd" && c.kawakami_form != "eigen")
     r.fail("kawakami_form", "\"qr-svd\" or \"eigen\"");
+  if (c.test_split != "official" && c.test_split != "pooled")
+    r.fail("test_split", "\"official\" or \"pooled\"");
+  if (c.test_split == "pooled" && c.test_samples < 1)
+    r.fail("test_samples",
+           "at least 1 with test_split = \"pooled\" (the rows each trial draws from the pool "
+           "for its test set)");
   const std::string holder = c.holder();
   if (c.protocol == "dc" && holder != "own" && holder != "first")
     r.fail("test_holder", "\"own\" or \"first\" (\"shared\" needs protocol = \"nri-dc\")");

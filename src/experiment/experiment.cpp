@@ -153,6 +153,14 @@ class Runner {
       throw InvalidInput("experiment: unknown protocol '" + c_.protocol +
                          "' in key 'protocol'; expected one of: " + join(kProtocols));
     nri_ = c_.protocol == "nri-dc";
+    if (c_.test_split != "official" && c_.test_split != "pooled")
+      throw InvalidInput("experiment: key 'test_split' = \"" + c_.test_split +
+                         "\" must be \"official\" or \"pooled\"");
+    if (c_.test_split == "pooled" && c_.test_samples < 1)
+      throw InvalidInput(
+          "experiment: key 'test_split' = \"pooled\" needs test_samples >= 1 (the "
+          "rows each trial draws from the pool for its test set), got " +
+          std::to_string(c_.test_samples));
     const std::string holder = c_.holder();
     if (holder != "own" && holder != "first" && !(nri_ && holder == "shared"))
       throw InvalidInput("experiment: key 'test_holder' = \"" + holder + "\" must be " +
@@ -402,6 +410,19 @@ class Runner {
                     : "loading " + c_.dataset);
     auto tt = c_.dataset == "synthetic" ? synthetic_dataset(derive(c_.seed, 3))
                                         : data::load_dataset(c_.dataset, lo);
+    if (c_.test_split == "pooled") {
+      if (tt.test.samples() == 0)
+        key_error("test_split", "= \"pooled\" needs a dataset with an official test split; '" +
+                                    c_.dataset +
+                                    "' has none, and every trial already draws its test rows "
+                                    "from all of its rows (leave test_split out)");
+      const index_t training = tt.train.samples(), official = tt.test.samples();
+      tt = data::pool_splits(tt);
+      if (progress_)
+        progress_("test_split = \"pooled\": the " + std::to_string(training) + " training and " +
+                  std::to_string(official) + " official test rows pooled; each trial draws " +
+                  std::to_string(c_.test_samples) + " test rows from them");
+    }
     train_ = std::move(tt.train);
     test_ = std::move(tt.test);
     if (c_.emulate_duplicates > 0) {

@@ -40,6 +40,9 @@ std::string data_preparation(const Config& c) {
   if (c.subsample > 0)
     os << ", per-trial " << (c.subsample_stratified ? "stratified " : "") << "subsample of "
        << c.subsample << " rows";
+  if (c.test_split == "pooled")
+    os << ", test set of " << c.test_samples
+       << " rows drawn per trial from the pooled training and test rows";
   if (c.onehot != "full") os << ", one-hot " << c.onehot;
   if (c.heart_ca != "continuous") os << ", ca " << c.heart_ca;
   return os.str();
@@ -529,6 +532,7 @@ void write_outputs(const Result& r, const std::string& dir) {
     cfg["gopp_tolerance"] = c.gopp_tolerance.value_or(defaults.gopp_tolerance);
   }
   cfg["test_holder"] = c.holder();
+  cfg["test_split"] = c.test_split;
   if (c.protocol == "nri-dc") {
     cfg["nri_delta"] = c.nri_delta;
     cfg["nri_permute"] = c.nri_permute;

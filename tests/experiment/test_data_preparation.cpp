@@ -96,6 +96,28 @@ TEST(ExperimentDataPrep, KeysAreReadWithTheirDefaults) {
   EXPECT_EQ(c.emulate_duplicates, 1025);
 }
 
+TEST(ExperimentDataPrep, TestSplitKeyIsReadAndChecked) {
+  const std::string d = "dataset = \"synthetic\"\n";
+  EXPECT_EQ(load_toml(d).test_split, "official");
+  EXPECT_EQ(load_toml(d + "test_split = \"pooled\"\ntest_samples = 100\n").test_split, "pooled");
+  expect_config_error(d + "test_split = \"random\"\n",
+                      {"'test_split'", "\"official\" or \"pooled\""});
+  expect_config_error(d + "test_split = \"pooled\"\n",
+                      {"'test_samples'", "at least 1 with test_split = \"pooled\""});
+  // A Config built in code is checked the same way.
+  experiment::Config c = load_toml(d);
+  c.source.clear();
+  c.test_split = "pooled";
+  try {
+    experiment::run(c);
+    ADD_FAILURE() << "no exception";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("'test_split' = \"pooled\" needs test_samples >= 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ExperimentDataPrep, BadKeysFailInTheFileNamingTheKey) {
   const std::string d = "dataset = \"heart-disease\"\nprotocol = \"nri-dc\"\n";
   expect_config_error(d + "subsample = -1\n", {"'subsample'", "-1", "out of range"});
@@ -139,6 +161,16 @@ TEST(ExperimentDataPrep, SizeErrorsNameTheFileAndKeyBeforeAnyTrial) {
   // such pool.
   expect_run_error("name = \"prep\"\ndataset = \"synthetic\"\ndim = 3\nemulate_duplicates = 7000\n",
                    {"key 'emulate_duplicates'", "official test split"});
+  // Pooling needs an official split to pool; Heart disease has none.
+  expect_run_error(heart_toml(dir, "test_split = \"pooled\"\n"),
+                   {"key 'test_split' = \"pooled\" needs a dataset with an official test split",
+                    "'heart-disease' has none"});
+  // Pooled, the test rows may outnumber the official test set (synthetic: 6000 + 2000 rows),
+  // but not leave too few training rows for the users: 8000 - 7950 = 50.
+  expect_run_error(
+      "name = \"prep\"\ndataset = \"synthetic\"\ndim = 3\ntest_split = \"pooled\"\n"
+      "test_samples = 7950\n",
+      {"1000 exceed the 50 training samples", "left after test_samples"}, false);
   // Configs built in code are checked as well, and say so without a file.
   experiment::Config c = load_toml(heart_toml(dir, ""));
   c.source.clear();
@@ -238,6 +270,78 @@ TEST(ExperimentDataPrep, SubsampleIsTheTrialsPoolStratifiedAndSeeded) {
   std::set<std::vector<index_t>> counts;
   for (index_t t = 0; t < 10; ++t) counts.insert(class_counts(used(t)));
   EXPECT_GT(counts.size(), 1u);
+}
+
+// pool_splits: the training rows, then the official test rows, with their labels; the test set
+// left has no rows. Drawn from that pool, a trial's test rows come from both parts and never
+// overlap its training rows; with the official split they are the test part alone.
+TEST(ExperimentDataPrep, PooledTestSplitDrawsTestRowsFromBothParts) {
+  const data::Dataset all = id_pool(300, 90);
+  std::vector<index_t> first(200), last(100);
+  for (index_t i = 0; i < 300; ++i) (i < 200 ? first[i] : last[i - 200]) = i;
+  data::TrainTest official{data::take(all, first), data::take(all, last)};
+  official.train.sample_ids.assign(200, "train");
+  official.test.sample_ids.assign(100, "test");
+  const data::TrainTest pooled = data::pool_splits(official);
+  ASSERT_EQ(pooled.train.samples(), 300);
+  ASSERT_EQ(pooled.train.features(), 2);
+  EXPECT_EQ(pooled.test.samples(), 0);
+  EXPECT_EQ(pooled.test.features(), 2);
+  EXPECT_EQ(pooled.train.num_classes, 2);
+  for (index_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(pooled.train.X(i, 0), static_cast<double>(i));
+    EXPECT_EQ(pooled.train.X(i, 1), 1.0);
+    EXPECT_EQ(pooled.train.y[i], all.y[i]);
+    EXPECT_EQ(pooled.train.sample_ids[i], i < 200 ? "train" : "test");
+  }
+  experiment::Config c;
+  c.users = 3;
+  c.samples_per_user = 50;
+  c.seed = 9;
+  for (index_t trial = 0; trial < 3; ++trial) {
+    const auto sp = experiment::draw_split(c, pooled.train, pooled.test, 100, trial);
+    const auto train = ids(sp.X), test = ids(sp.Y);
+    ASSERT_EQ(train.size(), 150u);
+    ASSERT_EQ(test.size(), 100u);
+    EXPECT_EQ(std::set<double>(test.begin(), test.end()).size(), 100u);
+    for (double t : test) EXPECT_EQ(train.count(t), 0u) << t;
+    // 100 of 300 rows: the chance that none (or all) come from the 200 training rows is
+    // below 1e-30, and that the users' 150 rows miss the last 100 below 1e-20.
+    EXPECT_GT(std::count_if(test.begin(), test.end(), [](double t) { return t < 200; }), 0);
+    EXPECT_GT(std::count_if(test.begin(), test.end(), [](double t) { return t >= 200; }), 0);
+    EXPECT_GT(std::count_if(train.begin(), train.end(), [](double t) { return t >= 200; }), 0);
+    const auto sp_off = experiment::draw_split(c, official.train, official.test, 100, trial);
+    for (double t : ids(sp_off.Y)) EXPECT_GE(t, 200);
+    for (double t : ids(sp_off.X)) EXPECT_LT(t, 200);
+  }
+  // Nothing to pool, or parts that do not fit together.
+  EXPECT_THROW(data::pool_splits({official.train, no_rows(official.train)}), InvalidInput);
+  data::TrainTest odd = official;
+  odd.test.X = Matrix<double>(100, 3);
+  EXPECT_THROW(data::pool_splits(odd), InvalidInput);
+  odd = official;
+  odd.test.num_classes = 3;
+  EXPECT_THROW(data::pool_splits(odd), InvalidInput);
+}
+
+// The synthetic set has 2000 official test rows: 3000 test rows are too many for them, and fine
+// for the pool of 8000, where the run announces the pooling.
+TEST(ExperimentDataPrep, PooledRunDrawsMoreTestRowsThanTheOfficialSplitHas) {
+  const std::string base =
+      "name = \"prep\"\ndataset = \"synthetic\"\nusers = 3\nsamples_per_user = 50\ndim = 5\n"
+      "test_samples = 3000\nmethods = [\"central\", \"odc\"]\nmodels = [\"knn\"]\n"
+      "conditions = [\"SameSpan-Orth\"]\nmetrics = [\"accuracy\"]\ntrials = 1\nseed = 3\n";
+  expect_run_error(base, {"test_samples", "3000"}, false);
+  std::vector<std::string> progress;
+  const auto res = experiment::run(load_toml(base + "test_split = \"pooled\"\n"),
+                                   [&](const std::string& m) { progress.push_back(m); });
+  ASSERT_EQ(res.records.size(), 2u);
+  for (const auto& r : res.records) EXPECT_GT(r.value, 0.2) << r.method;  // 10 classes
+  bool announced = false;
+  for (const auto& m : progress)
+    announced |=
+        m.find("the 6000 training and 2000 official test rows pooled") != std::string::npos;
+  EXPECT_TRUE(announced);
 }
 
 // With the emulated duplicates, test rows have copies among the training rows; without, never.
