@@ -50,10 +50,12 @@
 //   byte-wise first string), as pandas' get_dummies(drop_first=True) does, so that level
 //   encodes as all zeros (paper 004 section 4.2). A test-file level never seen in training
 //   also encodes as all zeros. Only the tabular sets have one-hot columns.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "dcalign/checked.hpp"
 #include "dcalign/error.hpp"
 #include "dcalign/matrix.hpp"
 #include "dcalign/random.hpp"
@@ -328,6 +330,40 @@ TrainTest pool_splits(const TrainTest& tt);
 
 // ------------------------------------------------------------------------------------------
 // Gathering rows
+
+/// [*parts[0]; *parts[1]; ...]: the rows of every part, in order, without copying the parts
+/// first (0 x 0 for no parts). Throws InvalidInput when the parts' column counts differ.
+template <typename T>
+Matrix<T> vstack(const std::vector<const Matrix<T>*>& parts) {
+  index_t rows = 0;
+  const index_t cols = parts.empty() ? 0 : parts[0]->cols();
+  for (size_t k = 0; k < parts.size(); ++k) {
+    if (parts[k]->cols() != cols)
+      throw InvalidInput("vstack: part " + std::to_string(k) + " has " +
+                         std::to_string(parts[k]->cols()) + " columns, expected the " +
+                         std::to_string(cols) + " of part 0");
+    rows = checked_add(rows, parts[k]->rows(), "vstack: rows");
+  }
+  Matrix<T> out(rows, cols);
+  index_t r0 = 0;
+  for (const Matrix<T>* p : parts) {
+    // Column by column: each part's column lands contiguously (column-major storage).
+    for (index_t j = 0; j < cols; ++j)
+      std::copy(p->data() + j * p->rows(), p->data() + (j + 1) * p->rows(),
+                out.data() + j * rows + r0);
+    r0 += p->rows();
+  }
+  return out;
+}
+
+/// [parts[0]; parts[1]; ...], as above.
+template <typename T>
+Matrix<T> vstack(const std::vector<Matrix<T>>& parts) {
+  std::vector<const Matrix<T>*> ptrs;
+  ptrs.reserve(parts.size());
+  for (const auto& p : parts) ptrs.push_back(&p);
+  return vstack(ptrs);
+}
 
 /// Rows idx[0], idx[1], ... of X, in that order. Throws InvalidInput on an index out of range.
 template <typename T>

@@ -382,16 +382,9 @@ TrainTest pool_splits(const TrainTest& tt) {
   if (static_cast<index_t>(a.y.size()) != a.samples() ||
       static_cast<index_t>(b.y.size()) != b.samples())
     throw InvalidInput("pool_splits: '" + a.name + "' has a label count unlike its row count");
-  const index_t n = checked_add(a.samples(), b.samples(), "pool_splits: rows");
   TrainTest out;
   out.train = take(a, {});  // the metadata
-  out.train.X = Matrix<double>(n, a.features());
-  for (index_t j = 0; j < a.features(); ++j) {
-    std::copy(a.X.data() + j * a.samples(), a.X.data() + (j + 1) * a.samples(),
-              out.train.X.data() + j * n);
-    std::copy(b.X.data() + j * b.samples(), b.X.data() + (j + 1) * b.samples(),
-              out.train.X.data() + j * n + a.samples());
-  }
+  out.train.X = vstack(std::vector<const Matrix<double>*>{&a.X, &b.X});
   out.train.y = a.y;
   out.train.y.insert(out.train.y.end(), b.y.begin(), b.y.end());
   if (!a.sample_ids.empty() && !b.sample_ids.empty()) {

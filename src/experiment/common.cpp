@@ -32,20 +32,6 @@ std::vector<index_t> defended_rows(const Matrix<double>& X, const Matrix<double>
   return kept;
 }
 
-Matrix<double> vstack(const std::vector<Matrix<double>>& parts) {
-  index_t rows = 0;
-  for (const auto& p : parts) rows += p.rows();
-  const index_t cols = parts.empty() ? 0 : parts[0].cols();
-  Matrix<double> out(rows, cols);
-  index_t r0 = 0;
-  for (const auto& p : parts) {
-    for (index_t j = 0; j < cols; ++j)
-      std::copy(p.data() + j * p.rows(), p.data() + (j + 1) * p.rows(), &out(r0, j));
-    r0 += p.rows();
-  }
-  return out;
-}
-
 std::vector<double> concat(const std::vector<std::vector<double>>& parts) {
   std::vector<double> out;
   for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());

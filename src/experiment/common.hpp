@@ -40,7 +40,7 @@ std::vector<index_t> defended_rows(const Matrix<double>& X, const Matrix<double>
                                    double epsilon);
 
 /// [parts[0]; parts[1]; ...]: the rows of every part, in order.
-Matrix<double> vstack(const std::vector<Matrix<double>>& parts);
+using data::vstack;
 std::vector<double> concat(const std::vector<std::vector<double>>& parts);
 
 /// The metrics (accuracy, roc_auc, pr_auc, rmse) of predictions for true labels y. `predict`

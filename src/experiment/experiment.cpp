@@ -498,7 +498,9 @@ class Runner {
                               public_anchor_ + "' are left after removing the " +
                               std::to_string(removed) + " that occur in '" + c_.dataset +
                               "', fewer than anchor_rows = " + std::to_string(c_.anchor_rows));
-    Matrix<double> all = tt.test.samples() > 0 ? vstack({tt.train.X, tt.test.X}) : tt.train.X;
+    Matrix<double> all = tt.test.samples() > 0
+                             ? vstack(std::vector<const Matrix<double>*>{&tt.train.X, &tt.test.X})
+                             : tt.train.X;
     public_pool_ = data::take_rows(all, keep);
     if (progress_)
       progress_("public anchor pool: " + std::to_string(keep.size()) + " rows of " +

@@ -311,6 +311,34 @@ TEST(DataRows, TakeRowsAndTake) {
   EXPECT_EQ(take_rows(F, {1})(0, 1), 4.0f);
 }
 
+TEST(DataRows, VstackKeepsTheRowsOfEveryPartInOrder) {
+  Matrix<double> A(2, 3), B(1, 3), E(0, 3);
+  for (index_t j = 0; j < 3; ++j) {
+    A(0, j) = 10.0 + j;
+    A(1, j) = 20.0 + j;
+    B(0, j) = 30.0 + j;
+  }
+  const Matrix<double> S = vstack(std::vector<Matrix<double>>{A, E, B});
+  ASSERT_EQ(S.rows(), 3);
+  ASSERT_EQ(S.cols(), 3);
+  for (index_t j = 0; j < 3; ++j) {
+    EXPECT_EQ(S(0, j), 10.0 + j);
+    EXPECT_EQ(S(1, j), 20.0 + j);
+    EXPECT_EQ(S(2, j), 30.0 + j);
+  }
+  // The pointer form reads the parts in place; a part may appear twice.
+  const Matrix<double> P = vstack(std::vector<const Matrix<double>*>{&B, &A, &B});
+  ASSERT_EQ(P.rows(), 4);
+  EXPECT_EQ(P(0, 2), 32.0);
+  EXPECT_EQ(P(2, 1), 21.0);
+  EXPECT_EQ(P(3, 0), 30.0);
+  EXPECT_EQ(vstack(std::vector<Matrix<double>>{}).rows(), 0);
+  EXPECT_THAT(invalid_input_message([&] {
+                vstack(std::vector<Matrix<double>>{A, Matrix<double>(1, 2)});
+              }),
+              HasSubstr("part 1 has 2 columns, expected the 3 of part 0"));
+}
+
 TEST(DataRows, RandomSplitAndTakeDataset) {
   Dataset d;
   d.name = "toy";
