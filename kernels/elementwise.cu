@@ -16,16 +16,16 @@ __global__ void pointer_array_kernel(void** out, const char* base, index_t strid
 }
 
 // Batched strided copy (vstack/unvstack, strided to contiguous): one launch where
-// cudaMemcpy2DAsync would need one call per matrix.
-template <typename T>
-__global__ void copy_matrices_kernel(index_t count, int rows, int cols, const T* src,
-                                     index_t src_ld, index_t src_stride, T* dst, index_t dst_ld,
+// cudaMemcpy2DAsync would need one call per matrix. With S != D it converts the precision too.
+template <typename S, typename D>
+__global__ void copy_matrices_kernel(index_t count, int rows, int cols, const S* src,
+                                     index_t src_ld, index_t src_stride, D* dst, index_t dst_ld,
                                      index_t dst_stride) {
   const int per = rows * cols;
   for (index_t k = blockIdx.y; k < count; k += gridDim.y)
     for (int e = blockIdx.x * blockDim.x + threadIdx.x; e < per; e += gridDim.x * blockDim.x) {
       const int i = e % rows, j = e / rows;
-      dst[k * dst_stride + i + j * dst_ld] = src[k * src_stride + i + j * src_ld];
+      dst[k * dst_stride + i + j * dst_ld] = static_cast<D>(src[k * src_stride + i + j * src_ld]);
     }
 }
 
@@ -130,11 +130,24 @@ void copy_matrices(cudaStream_t stream, index_t count, index_t rows, index_t col
                    index_t src_ld, index_t src_stride, T* dst, index_t dst_ld, index_t dst_stride) {
   if (count <= 0 || rows <= 0 || cols <= 0) return;
   const index_t per = rows * cols;
-  copy_matrices_kernel<T><<<dim3(grid_for(per, 4096), grid_y(count)), kThreads, 0, stream>>>(
+  copy_matrices_kernel<T, T><<<dim3(grid_for(per, 4096), grid_y(count)), kThreads, 0, stream>>>(
       count, static_cast<int>(rows), static_cast<int>(cols), src, src_ld, src_stride, dst, dst_ld,
       dst_stride);
   check_launch("copy_matrices_kernel");
 }
+
+template <typename S, typename D>
+void convert_matrix(cudaStream_t stream, index_t rows, index_t cols, const S* src, index_t src_ld,
+                    D* dst, index_t dst_ld) {
+  if (rows <= 0 || cols <= 0) return;
+  copy_matrices_kernel<S, D><<<dim3(grid_for(rows * cols, 4096), 1), kThreads, 0, stream>>>(
+      1, static_cast<int>(rows), static_cast<int>(cols), src, src_ld, 0, dst, dst_ld, 0);
+  check_launch("copy_matrices_kernel (conversion)");
+}
+template void convert_matrix<float, double>(cudaStream_t, index_t, index_t, const float*, index_t,
+                                            double*, index_t);
+template void convert_matrix<double, float>(cudaStream_t, index_t, index_t, const double*, index_t,
+                                            float*, index_t);
 
 template <typename T>
 void transpose_matrices(cudaStream_t stream, index_t count, index_t rows, index_t cols,

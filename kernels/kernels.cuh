@@ -27,6 +27,10 @@ void pointer_array(cudaStream_t stream, void** out, const void* base, index_t st
 template <typename T>
 void copy_matrices(cudaStream_t stream, index_t count, index_t rows, index_t cols, const T* src,
                    index_t src_ld, index_t src_stride, T* dst, index_t dst_ld, index_t dst_stride);
+/// dst = src rounded or widened to D (float <-> double), rows x cols, column-major.
+template <typename S, typename D>
+void convert_matrix(cudaStream_t stream, index_t rows, index_t cols, const S* src, index_t src_ld,
+                    D* dst, index_t dst_ld);
 /// dst_k = src_k^T, src_k rows x cols, dst_k cols x rows.
 template <typename T>
 void transpose_matrices(cudaStream_t stream, index_t count, index_t rows, index_t cols,

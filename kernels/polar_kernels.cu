@@ -82,7 +82,12 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) zeta_shared = polar::newton_zeta(st, fx, fy, iteration);
   __syncthreads();
   const T zeta = zeta_shared;
-  if (!(zeta > T(0))) return;  // newton_zeta stopped this matrix (non-finite inverse); uniform
+  if (!(zeta > T(0))) {  // newton_zeta stopped this matrix; uniform over the block
+    // The count is of the matrices active afterwards, whatever stopped them (the contract of
+    // Primitives::polar_newton_step); newton_zeta flags every matrix it returns 0 for.
+    if (threadIdx.x == 0 && polar::active(st)) atomicAdd(active, 1);
+    return;
+  }
   // The CPU backend's arithmetic: X_new = a X + b Y^T with a = zeta / 2, b = 1 / (2 zeta).
   const T a = zeta / T(2), b = T(1) / (T(2) * zeta);
   double dx = 0.0, xn = 0.0;

@@ -1039,7 +1039,10 @@ TYPED_TEST_P(BackendConformance, PolarNewtonStepFollowsTheScalarContract) {
       // X_k = M_k / ||M_k||_F with Y_k its inverse computed here (independent of
       // inverse_batched). Matrix 1: converged (must be left alone); matrix 2: Y holds an Inf
       // (newton_zeta stops it); matrix 3: already orthogonal with scaling off (converges);
-      // matrix 4: a second step (iteration 1) state.
+      // matrix 4: a second step (iteration 1) state. Every matrix but 5 carries its condition
+      // estimate ||X||_F ||Y||_F, which iteration 0 records and iteration 1's zeta reads; matrix
+      // 5 carries none, so its zeta_1 is 0 and newton_zeta stops it (kNonFinite): the step must
+      // count it inactive, as every matrix polar::active calls inactive afterwards.
       HostStack<T> X(c, l, l), Y(c, l, l);
       std::vector<T> state(static_cast<size_t>(std::max<index_t>(c, 1) * polar::kStateSize));
       for (index_t k = 0; k < c; ++k) {
@@ -1053,6 +1056,7 @@ TYPED_TEST_P(BackendConformance, PolarNewtonStepFollowsTheScalarContract) {
         if (k == 1) polar::set_flag(st, polar::kConverged);
         if (k == 3) polar::set_flag(st, polar::kNoScaling);
         if (k == 4) st[polar::kIterations] = T(1);
+        if (k != 5) st[polar::kKappa] = static_cast<T>(frob(X.ref(k)) * frob(Y.ref(k)));
       }
       if (c > 2) Y.at(2, 0, 0) = std::numeric_limits<T>::infinity();
       const double tolerance = 1e-3;

@@ -117,6 +117,10 @@ struct AlignReport {
   /// "randomized", or "exact (gram fallback: ...)" when the Gram route's accuracy bound failed.
   std::string svd;
   index_t iterations = 0;  ///< GOPP, RDP (and iterative polar on GPUs)
+  /// float32 ODC, OPP and GOPP: users whose float32 rank test failed and whose M_i = A_i^T Z
+  /// and polar factor were recomputed in float64 from the float32 inputs (precision
+  /// promotion, src/core/promote.cpp); their G_i are the float64 answers rounded to float32.
+  index_t promoted_users = 0;
   bool converged = true;
   /// RDP: ||grad f||_F at the result (NaN, JSON null, for the other methods).
   double gradient_norm = std::numeric_limits<double>::quiet_NaN();

@@ -89,8 +89,11 @@ struct PolarInfo {
   /// sigma_max <= ||M||_F and sigma_min >= 1/||M^{-1}||_F, so that sigma_min/sigma_max
   /// under-estimates the true ratio by at most a factor l (see `estimated`).
   std::vector<T> sigma_min, sigma_max;
-  int max_iterations = 0;           ///< iterative path: most Newton steps any matrix needed
-  int schulz_steps = 0;             ///< iterative path: Newton-Schulz steps taken (0: SVD path)
+  int max_iterations = 0;  ///< iterative path: most Newton steps any matrix needed
+  int schulz_steps = 0;    ///< iterative path: Newton-Schulz steps taken (0: SVD path)
+  /// float32 matrices whose rank float32 could not resolve, recomputed in float64 from the
+  /// float32 input (PolarOptions::promote); their G and sigma values are the float64 ones.
+  int promoted = 0;
   bool estimated = false;           ///< sigma_min/sigma_max are the iterative path's bounds
   bool used_svd = true;             ///< the SVD path produced G (chosen, or as the fallback)
   double orthogonality_error = -1;  ///< max_k ||G_k^T G_k - I||_F when measured, else -1
@@ -102,6 +105,12 @@ class Primitives {
  public:
   virtual ~Primitives() = default;
   virtual Device device() const = 0;
+  /// The same backend's float64 primitives (the same memory space and, on a GPU, the same
+  /// stream), through which float32 work recomputes what float32 arithmetic cannot resolve
+  /// (precision promotion, src/core/promote.cpp). nullptr where the backend offers none; the
+  /// float64 primitives return themselves.
+  Primitives<double>* float64() const { return float64_; }
+  void set_float64(Primitives<double>* p) { float64_ = p; }
 
   // ---- memory
   virtual Buffer<T> allocate(index_t n) = 0;
@@ -216,6 +225,9 @@ class Primitives {
   /// be strided (X = Y gives ||X_k||_F^2). The evaluation uses it for ||A_i||_F^2 and
   /// tr(G_i^T M_i).
   virtual std::vector<double> inner_products(StackView<const T> X, StackView<const T> Y) = 0;
+
+ private:
+  Primitives<double>* float64_ = nullptr;
 };
 
 struct BackendOptions {
@@ -227,6 +239,10 @@ struct BackendOptions {
 /// A backend: where the data lives and who computes. Owns library handles and workspaces.
 class Backend {
  public:
+  Backend() = default;
+  // Not copied or moved: a backend's float32 primitives point at its float64 ones.
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
   virtual ~Backend() = default;
   virtual Device device() const = 0;
   /// Human-readable description (library versions, device model).

@@ -29,6 +29,12 @@ struct PolarOptions {
   double fallback_ratio = -1.0;
   int max_iterations = 30;            ///< Newton steps at most (Byers-Xu: <= 9 up to kappa = 1e16)
   bool measure_orthogonality = true;  ///< fill PolarInfo::orthogonality_error
+  /// float32 only: a matrix whose sigma_min / sigma_max is at or below the fallback ratio is
+  /// recomputed in float64 from its float32 entries (which determine its singular values to
+  /// far more than float32 arithmetic resolves) and its factor rounded back to float32.
+  /// Callers that can recompute the matrix itself more accurately turn this off (ODC recomputes
+  /// M_i = A_i^T Z from A_i and Z: src/core/promote.cpp).
+  bool promote = true;
 };
 
 /// G_k = polar factor of M_k (of M_k^T when `transposed`), k = 1..count; M may be strided, G is

@@ -155,8 +155,11 @@ void run(const AlignArgs& a) {
   std::cerr << "dcalign: " << res.report.method << " aligned " << res.report.users
             << " users (a = " << res.report.anchor_rows << ", l = " << res.report.dim << ") in "
             << res.report.total_seconds << " s (read " << read_s << " s); objective "
-            << res.report.objective << ", orthogonality error " << res.report.orthogonality_error
-            << "\n";
+            << res.report.objective << ", orthogonality error " << res.report.orthogonality_error;
+  if (res.report.promoted_users > 0)
+    std::cerr << "; " << res.report.promoted_users
+              << " user(s) recomputed in float64 (float32 could not resolve their rank)";
+  std::cerr << "\n";
 }
 
 #ifdef DCALIGN_HAVE_MPI

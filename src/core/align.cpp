@@ -113,7 +113,7 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   const double tol = opts.rank_tolerance >= 0
                          ? opts.rank_tolerance
                          : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
-  core::Context<T> ctx{p, anchors, G, opts, report, timer, tol, false, Buffer<T>()};
+  core::Context<T> ctx{p, anchors, G, opts, report, timer, tol, false, Buffer<T>(), {}};
   // ODC (and GOPP from the ODC start) prove finiteness through their first product (see
   // procrustes_step); methods that begin with an SVD or QR of the anchors scan first, because
   // LAPACK's behaviour on NaN input is unspecified.

@@ -2,8 +2,10 @@
 // Internal pieces shared by the alignment methods. Everything here is written on Primitives<T>,
 // so it runs on every backend.
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "dcalign/align.hpp"
 
@@ -43,6 +45,8 @@ struct Context {
   /// ODC: the products W^T Z (c*l x l; row block i is M_i = A_i^T Z) of its Procrustes step,
   /// kept for the evaluation, which derives the objective from them.
   Buffer<T> products;
+  /// float32: users recomputed in float64 so far (1 = promoted; empty until the first one).
+  std::vector<char> promoted;
   index_t users() const { return A.count(); }
   index_t rows() const { return A.rows(); }
   index_t dim() const { return A.cols(); }
@@ -104,6 +108,19 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
 /// the second half of procrustes_step, for callers that formed the products another way.
 template <typename T>
 PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products);
+
+/// Every user's rank decision after a Procrustes step against the target that `target`
+/// returns (called only when needed: GOPP's Gram form forms Z on demand), from the polar
+/// step's `info`. float64: the ratios sigma_min / sigma_max against ctx.rank_tolerance. float32:
+/// a user at or below it is promoted (src/core/promote.cpp): M_i = A_i^T Z and G_i recomputed in
+/// float64 from the float32 inputs, G_i and (when `products` is given) M_i rounded back, and
+/// the error raised only when the float64 ratio fails too. `raise`: throw for a rank-deficient
+/// user, naming it and `what`. Returns the users' ratios as decided (float64 ones for the
+/// promoted users) and counts the promoted users in ctx.report.promoted_users.
+template <typename T>
+std::vector<double> decide_ranks(Context<T>& ctx, const PolarInfo<T>& info,
+                                 const std::function<MatrixView<const T>()>& target, T* products,
+                                 const std::string& what, bool raise);
 
 /// The ODC step on a target already in place: G_i = polar(A_i^T Z) through procrustes_step,
 /// keeping the products in ctx.products for the evaluation, then the rank check (`what` names

@@ -58,13 +58,17 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
     PolarInfo<T> info = it == 0 || !gram_form
                             ? procrustes_step(ctx, MatrixView<const T>(Z), M.data())
                             : polar_of_products(ctx, M.data());
-    if (it == 0) {
-      std::vector<T> ratio(static_cast<size_t>(c));
-      for (index_t k = 0; k < c; ++k)
-        ratio[k] = info.sigma_max[k] > 0 ? info.sigma_min[k] / info.sigma_max[k] : T(0);
-      min_ratio = *std::min_element(ratio.begin(), ratio.end());
-      check_rank(ratio, ctx.rank_tolerance, "A_i^T Z (GOPP start)");
-    }
+    // The rank decision at the start; float32 users it cannot resolve are recomputed in
+    // float64 then and at every later iteration where they fail again (decide_ranks). The Gram
+    // form forms this iteration's target Z = W Gv / c (Gv still the previous G_i) only then.
+    const auto current_target = [&] {
+      if (it > 0 && gram_form)
+        p.gemm(Op::none, Op::none, T(1) / T(c), W, MatrixView<const T>(Gv), T(0), Z);
+      return MatrixView<const T>(Z);
+    };
+    const std::vector<double> ratio =
+        decide_ranks<T>(ctx, info, current_target, nullptr, "A_i^T Z (GOPP start)", it == 0);
+    if (it == 0) min_ratio = *std::min_element(ratio.begin(), ratio.end());
     p.vstack(StackView<const T>(ctx.G), Gv);
     // f = sum_i ||A_i||^2 - c ||Z||^2 with Z = W Gv / c; in the Gram form
     // c ||Z||^2 = <Gv, K Gv> / c = <Gv, M> for the next products M = K Gv / c.

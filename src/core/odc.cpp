@@ -40,13 +40,11 @@ void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::str
   ctx.products = ctx.p.allocate(c * l * l);
   PolarInfo<T> info = procrustes_step(ctx, Z, ctx.products.data());
   ctx.timer.lap("procrustes");
-
-  std::vector<T> ratio(static_cast<size_t>(c));
-  for (index_t k = 0; k < c; ++k)
-    ratio[k] = info.sigma_max[k] > 0 ? info.sigma_min[k] / info.sigma_max[k] : T(0);
+  const std::vector<double> ratio = decide_ranks<T>(
+      ctx, info, [&] { return Z; }, ctx.products.data(), what, true);
+  if (ctx.report.promoted_users > 0) ctx.timer.lap("promote");
   ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
   ctx.report.iterations = info.max_iterations;
-  check_rank(ratio, ctx.rank_tolerance, what);
 }
 
 template void run_odc<float>(Context<float>&, MatrixView<float>);

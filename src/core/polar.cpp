@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "core/polar_scalar.hpp"
+#include "core/promote.hpp"
 
 namespace dcalign {
 
@@ -71,16 +72,99 @@ std::vector<T> read_state(Primitives<T>& p, const Buffer<T>& sb, index_t c) {
   return state;
 }
 
+// max_k ||G_k^T G_k - I||_F into info, when asked for.
+template <typename T>
+void measure(Primitives<T>& p, StackView<T> G, PolarInfo<T>& info, const PolarOptions& opts) {
+  if (!opts.measure_orthogonality) return;
+  const auto e = p.orthogonality_errors(StackView<const T>(G));
+  info.orthogonality_error = *std::max_element(e.begin(), e.end());
+}
+
+// `steps` Newton-Schulz steps X <- X (3I - X^T X) / 2 ending in G, from X (overwritten; Y is
+// workspace). Each is taken as X + X D with the small D = (I - X^T X) / 2: the correction then
+// costs no rounding of its own beyond u per entry, which keeps float within 1e-5 of
+// orthogonality up to l = 1000.
+template <typename T>
+void newton_schulz(Primitives<T>& p, StackView<T> X, StackView<T> Y, StackView<T> G, int steps) {
+  const index_t n = X.count() * X.rows() * X.cols();
+  p.copy(X.data(), G.data(), n);  // G = X before every step (the copy below keeps it so)
+  for (int step = 0; step < steps; ++step) {
+    p.gemm_batched(Op::trans, Op::none, T(-0.5), StackView<const T>(X), StackView<const T>(X), T(0),
+                   Y);
+    p.add_identity_batched(T(0.5), Y);
+    p.gemm_batched(Op::none, Op::none, T(1), StackView<const T>(X), StackView<const T>(Y), T(1), G);
+    if (step + 1 < steps) p.copy(G.data(), X.data(), n);
+  }
+}
+
 template <typename T>
 PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
                       const PolarOptions& opts) {
   PolarInfo<T> info = p.polar_batched(M, transposed, G);
   info.used_svd = true;
-  if (opts.measure_orthogonality) {
-    const auto e = p.orthogonality_errors(StackView<const T>(G));
-    info.orthogonality_error = *std::max_element(e.begin(), e.end());
+  if constexpr (std::is_same_v<T, float>) {
+    // U V^T is orthogonal only as far as the SVD's U and V are: 4.6e-6 (l = 50) to 1.6e-5
+    // (l = 128) with LAPACK's sgesdd, 3.2e-5 at l = 31 with cuSOLVER's gesvdjBatched (H200 run
+    // at 226e7c5), against 1e-5 for the iterative path. One Newton-Schulz step maps an error e
+    // to 1.5 e^2 plus rounding, two batched products against the SVD's ~20 l^3 flops; the
+    // factor moves by O(e), inside the forward error of any float32 polar factor. float64's
+    // SVDs are orthogonal to 1e-14 and are left alone.
+    const index_t c = G.count(), l = G.rows();
+    if (c > 0 && l > 0) {
+      Buffer<T> xb = p.allocate(c * l * l), yb = p.allocate(c * l * l);
+      StackView<T> X(xb.data(), c, l, l), Y(yb.data(), c, l, l);
+      p.copy(G.data(), X.data(), c * l * l);
+      newton_schulz(p, X, Y, G, 1);
+    }
   }
+  measure(p, G, info, opts);
   return info;
+}
+
+// float32 matrices whose sigma_min / sigma_max is at or below `limit`: recomputed in float64
+// from their float32 entries (PolarOptions::promote). float32 arithmetic resolves such ratios
+// only to about l eps_f, while the entries determine them to about kappa eps_f relative; the
+// float64 factor rounded to float32 is then the accurate answer.
+template <typename T>
+void promote_doubtful(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
+                      double limit, PolarInfo<T>& info, const PolarOptions& opts) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (!opts.promote || !p.float64()) return;
+    std::vector<index_t> which;
+    for (index_t k = 0; k < M.count(); ++k) {
+      const double hi = info.sigma_max[k], lo = info.sigma_min[k];
+      if (!(hi > 0 && lo / hi > limit)) which.push_back(k);
+    }
+    if (which.empty()) return;
+    Primitives<double>& q = *p.float64();
+    const index_t n = static_cast<index_t>(which.size()), l = M.rows();
+    const Buffer<double> m64 = core::widen(p, M, which);
+    Buffer<double> g64 = q.allocate(n * l * l);
+    PolarOptions o = opts;
+    o.fallback_ratio = opts.fallback_ratio >= 0
+                           ? opts.fallback_ratio
+                           : static_cast<double>(l) * std::numeric_limits<double>::epsilon();
+    o.measure_orthogonality = false;
+    o.promote = false;
+    const PolarInfo<double> wide =
+        polar_factor(q, StackView<const double>(m64.data(), n, l, l), transposed,
+                     StackView<double>(g64.data(), n, l, l), o);
+    core::narrow(p, g64.data(), G, which);
+    for (index_t i = 0; i < n; ++i) {
+      info.sigma_min[which[i]] = static_cast<T>(wide.sigma_min[i]);
+      info.sigma_max[which[i]] = static_cast<T>(wide.sigma_max[i]);
+    }
+    info.promoted = static_cast<int>(n);
+  } else {
+    (void)p, (void)M, (void)transposed, (void)G, (void)limit, (void)info, (void)opts;
+  }
+}
+
+// The ratio sigma_min / sigma_max at or below which a matrix's rank is doubtful in T.
+template <typename T>
+double rank_limit(const PolarOptions& opts, index_t l) {
+  return opts.fallback_ratio >= 0 ? opts.fallback_ratio
+                                  : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
 }
 
 }  // namespace
@@ -102,7 +186,12 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     Buffer<T> sb = p.allocate(c * polar::kStateSize);
     p.polar_start(M, transposed, G, sb.data());
     read_state(p, sb, c);
-    return svd_path(p, M, transposed, G, opts);
+    PolarInfo<T> info = svd_path(p, M, transposed, G, opts);
+    if (opts.promote) {
+      promote_doubtful(p, M, transposed, G, rank_limit<T>(opts, l), info, opts);
+      if (info.promoted > 0) measure(p, G, info, opts);
+    }
+    return info;
   }
 
   // Stopping test on the relative step delta of an unscaled Newton step. delta is the RMS of
@@ -119,9 +208,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   p.polar_newton_steps(X, Y, sb.data(), opts.max_iterations, tolerance);
 
   const std::vector<T> state = read_state(p, sb, c);
-  const double fallback = opts.fallback_ratio >= 0
-                              ? opts.fallback_ratio
-                              : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
+  const double fallback = rank_limit<T>(opts, l);
   PolarInfo<T> info;
   info.sigma_min.resize(static_cast<size_t>(c));
   info.sigma_max.resize(static_cast<size_t>(c));
@@ -142,29 +229,20 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     // values for the caller's rank decision (and its G, which is then the answer).
     PolarInfo<T> exact = svd_path(p, M, transposed, G, opts);
     exact.max_iterations = most;
+    if (opts.promote) {
+      promote_doubtful(p, M, transposed, G, fallback, exact, opts);
+      if (exact.promoted > 0) measure(p, G, exact, opts);
+    }
     return exact;
   }
-  // Newton-Schulz steps X <- X (3I - X^T X) / 2, as many as the worst matrix needs (its error
-  // bound when the Newton phase stopped, polar::schulz_steps), the last one into G. Each is
-  // taken as X + X D with the small D = (I - X^T X) / 2 (Y as workspace): the correction then
-  // costs no rounding of its own beyond u per entry, which keeps float within 1e-5 of
-  // orthogonality up to l = 1000.
-  p.copy(X.data(), G.data(), c * l * l);  // G = X before every step (the copy below keeps it so)
-  for (int step = 0; step < schulz; ++step) {
-    p.gemm_batched(Op::trans, Op::none, T(-0.5), StackView<const T>(X), StackView<const T>(X), T(0),
-                   Y);
-    p.add_identity_batched(T(0.5), Y);
-    p.gemm_batched(Op::none, Op::none, T(1), StackView<const T>(X), StackView<const T>(Y), T(1), G);
-    if (step + 1 < schulz) p.copy(G.data(), X.data(), c * l * l);
-  }
+  // Newton-Schulz steps, as many as the worst matrix needs (its error bound when the Newton
+  // phase stopped, polar::schulz_steps), the last one into G.
+  newton_schulz(p, X, Y, G, schulz);
   info.max_iterations = most;
   info.schulz_steps = schulz;
   info.estimated = true;
   info.used_svd = false;
-  if (opts.measure_orthogonality) {
-    const auto e = p.orthogonality_errors(StackView<const T>(G));
-    info.orthogonality_error = *std::max_element(e.begin(), e.end());
-  }
+  measure(p, G, info, opts);
   return info;
 }
 

@@ -33,7 +33,7 @@ enum Flag : unsigned {
   kConverged = 1u,  ///< the relative step fell to the tolerance: X is the polar factor
   kNoScaling = 2u,  ///< close enough that scaling would only slow quadratic convergence
   kSingular = 4u,   ///< LU met an exactly zero pivot
-  kNonFinite = 8u,  ///< NaN or Inf in M, its inverse or an iterate
+  kNonFinite = 8u,  ///< NaN or Inf in M, its inverse, an iterate or the scaling factor
   kZero = 16u       ///< M = 0: no polar factor is defined
 };
 
@@ -88,8 +88,9 @@ DCALIGN_HD inline void mark_singular(T* st) {
 /// sqrt(||X_0^{-1}||_F / ||X_0||_F) and zeta_1 depends on the condition estimate alone. Against
 /// Frobenius scaling at every step it saves one or two steps on M_i dominated by one singular value
 /// (uniform anchors, kappa about 4e4: 6-7 steps instead of 8). 1 once scaling is off. On the first
-/// step it also records the condition estimate. Returns 0 (and stops the matrix) when either norm
-/// is not finite, i.e. the inverse overflowed.
+/// step it also records the condition estimate. Returns 0, and then always stops the matrix
+/// (kNonFinite), when either norm is not finite (the inverse overflowed) or zeta itself is not a
+/// positive finite T.
 template <typename T>
 DCALIGN_HD inline T newton_zeta(T* st, double fx2, double fy2, int iteration) {
   if (!(fx2 < HUGE_VAL) || !(fy2 < HUGE_VAL) || !(fx2 > 0.0) || !(fy2 > 0.0)) {
@@ -111,8 +112,18 @@ DCALIGN_HD inline T newton_zeta(T* st, double fx2, double fy2, int iteration) {
     zeta = 1.0 / sqrt((z + 1.0 / z) / 2.0);
   }
   if (flags(st) & kNoScaling) zeta = 1.0;
-  st[kZeta] = static_cast<T>(zeta);
-  return static_cast<T>(zeta);
+  // A zeta that is not a positive finite T (a state whose condition estimate is 0 or beyond T's
+  // range, e.g. kappa > 3.4e38 in float) cannot scale a step. The contract: newton_zeta returns
+  // 0 only for a matrix it has stopped, so that no backend counts a matrix as active that it
+  // did not step (the CUDA kernel returned early for such a matrix and counted it inactive,
+  // while the CPU counted it active: conformance failure on the H200 at 226e7c5).
+  const T z = static_cast<T>(zeta);
+  if (!(z > T(0)) || !(static_cast<double>(z) < HUGE_VAL)) {
+    set_flag(st, kNonFinite);
+    return T(0);
+  }
+  st[kZeta] = z;
+  return z;
 }
 
 /// Newton-Schulz X <- X (3I - X^T X) / 2 maps a singular value 1 + e to 1 - 1.5 e^2 - 0.5 e^3, so

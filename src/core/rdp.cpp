@@ -263,7 +263,8 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
                    ctx.timer,
                    ctx.rank_tolerance,
                    ctx.values_checked,
-                   Buffer<T>()};
+                   Buffer<T>(),
+                   {}};
     if (o.method == Method::rdp_ls)
       run_imakura(sub, target);
     else

@@ -30,6 +30,7 @@ std::string AlignReport::to_json(int indent) const {
   j["min_rank_ratio"] = min_rank_ratio;
   if (!svd.empty()) j["svd"] = svd;
   j["iterations"] = iterations;
+  j["promoted_users"] = promoted_users;
   j["converged"] = converged;
   j["gradient_norm"] = std::isnan(gradient_norm) ? nullptr : nlohmann::ordered_json(gradient_norm);
   if (!objective_history.empty()) j["objective_history"] = objective_history;

@@ -169,6 +169,7 @@ PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products) {
   po.method = ctx.opts.polar;
   po.fallback_ratio = ctx.rank_tolerance;  // rank decisions on doubtful users use exact SVDs
   po.measure_orthogonality = false;        // the report's evaluation measures it
+  po.promote = false;  // float32: decide_ranks recomputes M_i itself, from A_i and Z
   return polar_factor(ctx.p, StackView<const T>(products, c, l, l, c * l, l), false, ctx.G, po);
 }
 

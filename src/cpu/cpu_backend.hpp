@@ -67,7 +67,10 @@ class CpuPrimitives final : public Primitives<T> {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& opts)
-      : pool_(HostPool::open()), f32_(opts.threads, pool_.get()), f64_(opts.threads, pool_.get()) {}
+      : pool_(HostPool::open()), f32_(opts.threads, pool_.get()), f64_(opts.threads, pool_.get()) {
+    f32_.set_float64(&f64_);
+    f64_.set_float64(&f64_);
+  }
   Device device() const override { return Device::cpu; }
   std::string description() const override;
   Primitives<float>& f32() override { return f32_; }

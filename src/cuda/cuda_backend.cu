@@ -117,7 +117,10 @@ class CudaPrimitives final : public Primitives<T> {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(int device, const BackendOptions& opts)
-      : ctx_(std::make_shared<Context>(device, opts)), f32_(ctx_), f64_(ctx_) {}
+      : ctx_(std::make_shared<Context>(device, opts)), f32_(ctx_), f64_(ctx_) {
+    f32_.set_float64(&f64_);  // same Context: the same stream orders the promoted work
+    f64_.set_float64(&f64_);
+  }
   Device device() const override { return Device::cuda; }
   std::string description() const override {
     ctx_->activate();

@@ -357,6 +357,7 @@ struct Partial {
   double objective = 0;  ///< this rank's share of a summed objective
   bool objective_summed = false;
   double min_ratio = std::numeric_limits<double>::infinity();
+  std::int64_t promoted = 0;  ///< float32 users this rank recomputed in float64
 };
 
 /// ODC and OPP: every G_i = polar(A_i^T Z) is local, through the single-process code with Z as
@@ -376,6 +377,7 @@ Partial procrustes_local(Shard<T>& sh, MatrixView<const T> Z) {
   part.objective = rep.objective;
   part.objective_summed = true;
   part.min_ratio = rep.min_rank_ratio;
+  part.promoted = rep.promoted_users;
   return part;
 }
 
@@ -468,7 +470,7 @@ Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
   MatrixView<T> Gv(gv.data(), n, l);
   AlignReport local_report;
   core::Context<T> ctx{
-      p, sh.A, sh.G, sh.opts, local_report, sh.timer, sh.rank_tolerance, checked, Buffer<T>()};
+      p, sh.A, sh.G, sh.opts, local_report, sh.timer, sh.rank_tolerance, checked, Buffer<T>(), {}};
   Partial part;
   double previous = std::numeric_limits<double>::infinity();
   sh.report.converged = false;
@@ -476,13 +478,12 @@ Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
     Failure failure = capture([&] {
       try {
         PolarInfo<T> info = core::procrustes_step(ctx, MatrixView<const T>(Z), scratch.data());
-        if (it == 0) {
-          std::vector<T> ratio(static_cast<size_t>(sh.A.count()));
-          for (size_t k = 0; k < ratio.size(); ++k)
-            ratio[k] = info.sigma_max[k] > 0 ? info.sigma_min[k] / info.sigma_max[k] : T(0);
-          part.min_ratio = static_cast<double>(*std::min_element(ratio.begin(), ratio.end()));
-          core::check_rank(ratio, sh.rank_tolerance, "A_i^T Z (GOPP start)");
-        }
+        // As in core/gopp.cpp: the rank decision, float32 users promoted to float64.
+        const std::vector<double> ratio = core::decide_ranks<T>(
+            ctx, info, [&] { return MatrixView<const T>(Z); }, nullptr, "A_i^T Z (GOPP start)",
+            it == 0);
+        if (it == 0) part.min_ratio = *std::min_element(ratio.begin(), ratio.end());
+        part.promoted = local_report.promoted_users;
         p.vstack(StackView<const T>(sh.G), Gv);
         p.gemm(Op::none, Op::none, T(1) / T(c), sh.A.concatenated(), MatrixView<const T>(Gv), T(0),
                MatrixView<T>(zp.data(), a, l));
@@ -718,6 +719,9 @@ LocalAlignment<T> align_distributed(Communicator& comm, const Stack<T>& anchors,
   comm.allreduce_max(&extremes[1], 1);
   report.min_rank_ratio = lowest;
   report.iterations = static_cast<index_t>(extremes[1]);
+  std::int64_t promoted = part.promoted;
+  comm.allreduce_sum(&promoted, 1);
+  report.promoted_users = static_cast<index_t>(promoted);
   collective(comm, [&] {
     if (!p.all_finite(G.data(), G.size()))
       throw NumericalError(report.method +

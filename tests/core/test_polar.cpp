@@ -151,6 +151,28 @@ TYPED_TEST(Polar, AgreesWithSvdPathAcrossOrdersAndConditions) {
     }
 }
 
+// The SVD path meets the iteration's orthogonality target too: U V^T is only as orthogonal as
+// the SVD's U and V (sgesdd: 1.6e-5 at l = 128; cuSOLVER's gesvdjBatched 3.2e-5 at l = 31 on
+// the H200 at 226e7c5), so float32's SVD path ends with one Newton-Schulz step.
+TYPED_TEST(Polar, SvdPathMeetsTheOrthogonalityTarget) {
+  using T = TypeParam;
+  auto& p = cpu().primitives<T>();
+  struct Case {
+    index_t l, c;
+  };
+  for (const Case cs : {Case{31, 20}, Case{128, 6}, Case{500, 1}})
+    for (double kappa : {1.0, 1e3}) {
+      SCOPED_TRACE("l = " + std::to_string(cs.l) + ", kappa = " + std::to_string(kappa));
+      const Batch b = make_batch(cs.c, cs.l, geometric(cs.l, kappa), 41 + cs.l);
+      const Stack<T> M = cast<T>(b.M);
+      Stack<T> G(cs.c, cs.l, cs.l);
+      const PolarInfo<T> info = run(M, G, PolarMethod::svd);
+      EXPECT_TRUE(info.used_svd);
+      EXPECT_LE(max_orthogonality(p, G), orthogonality_tolerance<T>());
+      EXPECT_LE(max_rel_diff(G, b.exact), 20 * kappa * eps<T>() * std::sqrt(double(cs.l)));
+    }
+}
+
 TYPED_TEST(Polar, IllConditionedStaysOrthogonal) {
   using T = TypeParam;
   auto& p = cpu().primitives<T>();
@@ -369,6 +391,31 @@ TEST(PolarScalar, OverflowedInverseStopsTheMatrix) {
   polar::mark_singular(st);
   EXPECT_TRUE(polar::failed(st));
   EXPECT_FALSE(polar::active(st));
+}
+
+// The contract every backend's polar_newton_step relies on to count the matrices still active:
+// a zero zeta always comes with a stopped matrix. A state whose condition estimate is 0 (no
+// first step recorded) or beyond float's range gives no usable zeta at iteration 1.
+TEST(PolarScalar, ZeroZetaAlwaysStopsTheMatrix) {
+  float st[polar::kStateSize];
+  polar::start(st, 1.0);  // kKappa = 0: zeta_1 = sqrt(2 / (0 + inf)) = 0
+  EXPECT_EQ(polar::newton_zeta(st, 1.0, 1.0, 1), 0.0f);
+  EXPECT_FALSE(polar::active(st));
+  EXPECT_TRUE(polar::failed(st));
+  polar::start(st, 1.0);
+  st[polar::kKappa] = std::numeric_limits<float>::infinity();  // kappa beyond float's range
+  EXPECT_EQ(polar::newton_zeta(st, 1.0, 1.0, 1), 0.0f);
+  EXPECT_TRUE(polar::failed(st));
+  // zeta_0 = (||X^{-1}||_F / ||X||_F)^(1/2) = 1e100 overflows float although both squared
+  // norms are finite doubles.
+  polar::start(st, 1.0);
+  EXPECT_EQ(polar::newton_zeta(st, 1e-200, 1e200, 0), 0.0f);
+  EXPECT_TRUE(polar::failed(st));
+  // In double the same norms are fine: zeta_0 = (1e100 / 1e-100)^(1/2) = 1e100, still active.
+  double sd[polar::kStateSize];
+  polar::start(sd, 1.0);
+  EXPECT_DOUBLE_EQ(polar::newton_zeta(sd, 1e-200, 1e200, 0), 1e100);
+  EXPECT_TRUE(polar::active(sd));
 }
 
 TEST(PolarMethodNames, ParseAndPrint) {
