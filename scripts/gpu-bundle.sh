@@ -9,11 +9,13 @@
 # Usage: scripts/gpu-bundle.sh [--no-update]
 #   --no-update   skip `apt-get update` (the package lists are fresh already)
 #
-# What is resolved: the packages below plus their Depends/Pre-Depends, recursively (first
-# alternative that is not already chosen; virtual packages resolve to a provider already in the
-# set), except what the GPU image surely has: the C library, the GCC runtime (libstdc++6,
-# libgcc-s1, gcc-*-base) and the compilers. libgomp1 is not needed: the OpenBLAS variant used is
-# the pthreads one, and OpenMP comes with the machine's compiler.
+# What is resolved: the library packages of scripts/deps.sh (groups lib and learn: the same
+# list install-deps.sh installs, less the tools, compilers and host-only libraries) plus their
+# Depends/Pre-Depends, recursively (the first alternative, unless another alternative is
+# already chosen or is OpenBLAS's pthreads variant; a virtual package resolves to a provider),
+# except what any machine that compiles C++ has (scripts/deps.sh never-bundled: the C library,
+# GCC with its runtime, development packages and sanitizer runtimes). libgomp1 is not needed:
+# the OpenBLAS variant used is the pthreads one, and OpenMP comes with the machine's compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,20 +34,15 @@ for arg in "$@"; do
   esac
 done
 
-ROOTS=(
-  # OpenBLAS (pthreads) provides BLAS, CBLAS and LAPACK; LAPACKE is the C interface.
-  libopenblas-dev libopenblas0 libopenblas0-pthread libopenblas-pthread-dev
-  liblapack3 liblapack-dev liblapacke liblapacke-dev libtmglib3
-  libgfortran5 libquadmath0
-  # Tests, benchmarks, command line, JSON, TOML, NPY/IDX readers (zlib), SHA-256 (OpenSSL).
-  libgtest-dev libgmock-dev libbenchmark-dev libbenchmark1debian
-  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev libtomlplusplus3
-  zlib1g-dev zlib1g libssl-dev libssl3
-  # LIBSVM for the learning layer (gpu-check.sh --with-learn).
-  libsvm-dev libsvm3
-)
-# Never downloaded: present on any machine that can compile C++.
-SKIP_RE='^(libc6|libc6-dev|libc-dev|libc-dev-bin|libstdc\+\+6|libgcc-s1|gcc-[0-9]+-base|gcc|g\+\+|gcc-[0-9]+|g\+\+-[0-9]+|cpp|debconf|dpkg|perl-base|libcrypt1|libcrypt-dev|linux-libc-dev|libgomp1)$'
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
+mapfile -t ROOTS < <(deps_bundle)
+SKIP_RE=$(deps_never_bundled)
+# Alternatives taken whenever offered, so that the resolution does not depend on the order in
+# which packages are visited: OpenBLAS's pthreads variant provides libblas.so.3,
+# liblapack.so.3, libblas.so and liblapack.so (gpu-check.sh links them as update-alternatives
+# would), so neither the reference BLAS/LAPACK nor another OpenBLAS variant is bundled.
+PREFER_RE='^(libopenblas0-pthread|libopenblas-pthread-dev)$'
 
 if [[ $update -eq 1 ]]; then
   SUDO=""
@@ -54,20 +51,28 @@ if [[ $update -eq 1 ]]; then
   $SUDO apt-get update -q >/dev/null
 fi
 
-# Prints one line per dependency group of package $1: the alternatives separated by spaces;
-# a virtual package is written as <name>=provider,provider,...
+# A private binary cache of the package lists: images that disable APT's (Dir::Cache::pkgcache
+# "", as Debian's docker images do) rebuild it in every apt-cache call, 0.6 s each.
+APT_CACHE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/dcalign-apt-cache.XXXXXX")
+trap 'rm -rf "$APT_CACHE_DIR"' EXIT
+CACHE_OPTS=(-o "Dir::Cache::pkgcache=$APT_CACHE_DIR/pkgcache.bin"
+  -o "Dir::Cache::srcpkgcache=$APT_CACHE_DIR/srcpkgcache.bin")
+apt_cache() { apt-cache "${CACHE_OPTS[@]}" "$@"; }
+
+# Prints one line per dependency group of each package named: the package, then the
+# alternatives separated by spaces; a virtual package is written as <name>=provider,provider,...
+# One apt-cache call for all (each call takes about 0.5 s).
 dep_groups() {
-  apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
-    --no-enhances "$1" | awk '
-    function flush() { if (group != "") print group; group = "" }
-    NR == 1 { next }
+  apt_cache depends --no-recommends --no-suggests --no-conflicts --no-breaks --no-replaces \
+    --no-enhances "$@" | awk '
+    function flush() { if (group != "") print pkg, group; group = "" }
+    /^[^ ]/ { flush(); pkg = $0; pending = 0; next }   # the package whose dependencies follow
     /^ *\|?(Pre)?Depends: / {
       alt = ($0 ~ /^ *\|/)
       sub(/^ *\|?(Pre)?Depends: /, "")
       name = $0
       if (pending) { group = group " " name } else { flush(); group = name }
       pending = alt
-      last = name
       next
     }
     /^    [^ ]/ {   # providers of the virtual package just named
@@ -81,32 +86,33 @@ dep_groups() {
     END { flush() }'
 }
 
+# Every package apt has a version of (virtual packages are not listed).
+declare -A real=()
+while read -r p; do real[$p]=1; done < <(apt_cache pkgnames)
+
 declare -A chosen=()
-queue=()
+frontier=()
 for p in "${ROOTS[@]}"; do
-  if ! apt-cache show "$p" >/dev/null 2>&1; then
-    echo "gpu-bundle: package '$p' is unknown to apt (apt-cache show failed)" >&2
+  if [[ $p =~ $SKIP_RE ]]; then
+    echo "gpu-bundle: '$p' is in scripts/deps.sh's lib/learn groups and also never bundled" >&2
+    exit 1
+  fi
+  if [[ -z ${real[$p]:-} ]]; then
+    echo "gpu-bundle: package '$p' is unknown to apt" >&2
     exit 1
   fi
   chosen[$p]=1
-  queue+=("$p")
+  frontier+=("$p")
 done
 
-declare -A real_cache=()
-is_real() {
-  if [[ -z ${real_cache[$1]:-} ]]; then
-    if apt-cache show "$1" >/dev/null 2>&1; then real_cache[$1]=1; else real_cache[$1]=0; fi
-  fi
-  [[ ${real_cache[$1]} == 1 ]]
-}
-
-while ((${#queue[@]})); do
-  p=${queue[0]}
-  queue=("${queue[@]:1}")
-  while read -r group; do
+# Breadth first, one level of the dependency tree at a time.
+while ((${#frontier[@]})); do
+  next=()
+  while read -r p group; do
     [[ -z $group ]] && continue
     satisfied=0
     pick=""
+    preferred=""
     for alt in $group; do
       name=${alt%%=*}
       name=${name#<}
@@ -116,13 +122,16 @@ while ((${#queue[@]})); do
         IFS=, read -r -a provs <<<"${alt#*=}"
         for pr in "${provs[@]}"; do
           if [[ -n ${chosen[$pr]:-} || $pr =~ $SKIP_RE ]]; then satisfied=1; fi
+          [[ -z $preferred && $pr =~ $PREFER_RE ]] && preferred=$pr
         done
         [[ -z $pick && ${#provs[@]} -gt 0 ]] && pick=${provs[0]}
       else
         if [[ -n ${chosen[$name]:-} || $name =~ $SKIP_RE ]]; then satisfied=1; fi
-        [[ -z $pick ]] && is_real "$name" && pick=$name
+        [[ -z $preferred && $name =~ $PREFER_RE ]] && preferred=$name
+        [[ -z $pick && -n ${real[$name]:-} ]] && pick=$name
       fi
     done
+    [[ -n $preferred ]] && pick=$preferred
     if [[ $satisfied -eq 0 ]]; then
       if [[ -z $pick ]]; then
         echo "gpu-bundle: cannot satisfy '$group' (needed by $p)" >&2
@@ -130,9 +139,10 @@ while ((${#queue[@]})); do
       fi
       echo "gpu-bundle: $p needs $pick"
       chosen[$pick]=1
-      queue+=("$pick")
+      next+=("$pick")
     fi
-  done < <(dep_groups "$p")
+  done < <(dep_groups "${frontier[@]}")
+  frontier=("${next[@]}")
 done
 
 mkdir -p .debs
@@ -140,16 +150,28 @@ APT_OPTS=()
 # As root, apt would drop to the _apt user, who cannot write into the checkout: say so.
 if [[ $(id -u) -eq 0 ]]; then APT_OPTS=(-o APT::Sandbox::User=root); fi
 wanted=()
+# The candidate version and architecture of every chosen package, in one call.
+declare -A cand_ver=() cand_arch=()
+while read -r p ver arch; do
+  cand_ver[$p]=$ver
+  cand_arch[$p]=$arch
+done < <(apt_cache show --no-all-versions "${!chosen[@]}" | awk '
+  /^Package:/ {p = $2} /^Version:/ {v = $2} /^Architecture:/ {a = $2}
+  /^$/ {if (p != "") print p, v, a; p = ""}
+  END {if (p != "") print p, v, a}')
 for p in $(printf '%s\n' "${!chosen[@]}" | sort); do
-  ver=$(apt-cache policy "$p" | awk '/Candidate:/ {print $2}')
-  arch=$(apt-cache show "$p=$ver" | awk '/^Architecture:/ {print $2; exit}')
+  ver=${cand_ver[$p]:-} arch=${cand_arch[$p]:-}
+  if [[ -z $ver || -z $arch ]]; then
+    echo "gpu-bundle: apt-cache has no candidate version of $p" >&2
+    exit 1
+  fi
   # dpkg-style file name: the epoch's colon is written %3a by apt-get download.
   file="${p}_${ver//:/%3a}_${arch}.deb"
   wanted+=("$file")
   if [[ -s .debs/$file ]] && dpkg-deb --info ".debs/$file" >/dev/null 2>&1; then
     echo "present     $file"
   else
-    (cd .debs && apt-get download -q "${APT_OPTS[@]}" "$p=$ver" >/dev/null)
+    (cd .debs && apt-get download -q "${CACHE_OPTS[@]}" "${APT_OPTS[@]}" "$p=$ver" >/dev/null)
     [[ -s .debs/$file ]] || {
       echo "gpu-bundle: apt-get download $p=$ver did not produce .debs/$file" >&2
       exit 1

@@ -1,20 +1,11 @@
 #!/usr/bin/env bash
-# Installs every Debian package dcalign needs to build, test and benchmark (clang and
-# libclang-rt-14-dev, libomp-dev: the libFuzzer targets; llvm: llvm-symbolizer for sanitizer reports).
-# Idempotent: packages already present are left alone.
+# Installs every Debian package dcalign needs to build, test and benchmark: the list is
+# scripts/deps.sh (the one list, which scripts/gpu-bundle.sh takes the GPU machine's libraries
+# from). Idempotent: packages already present are left alone.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
-PKGS=(
-  build-essential cmake ninja-build pkg-config clang-format
-  clang libclang-rt-14-dev libomp-dev llvm
-  libopenblas-dev liblapack-dev liblapacke-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
-  libcli11-dev nlohmann-json3-dev libtomlplusplus-dev zlib1g-dev
-  libsvm-dev libtorch-dev libssl-dev liblbfgs-dev libxgboost-dev
-  libboost-math-dev libopenmpi-dev openmpi-bin librdkit-dev
-  python3 python3-numpy python3-matplotlib
-  python3-dev python3-venv python3-pip
-)
+mapfile -t PKGS < <(bash scripts/deps.sh install)
 
 missing=()
 for p in "${PKGS[@]}"; do

@@ -2,17 +2,20 @@
 # Set-up, build and the whole test suite, in this order:
 #  1. GoogleTest via CTest on the normal build (GPU cases skip without a GPU; under CI=true the
 #     tests that read ../shared/datasets fail instead of skipping when the files are missing);
-#  2. the Python tests of the benchmark and experiment tooling, and the Python bindings
+#  2. the GPU machine's configure rehearsed here with the system's development files hidden
+#     (scripts/gpu-rehearse.sh: the bundle from Debian's mirrors, a mount namespace; root);
+#  3. the Python tests of the benchmark and experiment tooling, and the Python bindings
 #     (pip install . into a fresh virtual environment, then pytest; needs PyPI:
 #     scripts/test-python.sh);
-#  3. the same CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+#  4. the same CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #     (scripts/test-sanitizers.sh);
-#  4. every libFuzzer target on its committed corpus (scripts/fuzz.sh), with a fixed seed and a
+#  5. every libFuzzer target on its committed corpus (scripts/fuzz.sh), with a fixed seed and a
 #     fixed number of inputs (25000 per target, about 10 s each) so that the run is repeatable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc 2>/dev/null || echo 2)"
+bash scripts/gpu-rehearse.sh
 for d in bench/tests experiments/tests; do
   [[ -d $d ]] && /usr/bin/python3 -m unittest discover -s "$d" -v
 done
