@@ -94,8 +94,11 @@ struct PolarInfo {
   /// float32 matrices whose rank float32 could not resolve, recomputed in float64 from the
   /// float32 input (PolarOptions::promote); their G and sigma values are the float64 ones.
   int promoted = 0;
-  bool estimated = false;           ///< sigma_min/sigma_max are the iterative path's bounds
-  bool used_svd = true;             ///< the SVD path produced G (chosen, or as the fallback)
+  bool estimated = false;  ///< some sigma_min/sigma_max are the iterative path's bounds
+  /// The SVD path produced some G_k: all (chosen, or the fallback of a batch whose ranks were
+  /// mostly doubtful) or the few doubtful ones (svd_matrices says how many).
+  bool used_svd = true;
+  int svd_matrices = 0;             ///< how many G_k the SVD path produced
   double orthogonality_error = -1;  ///< max_k ||G_k^T G_k - I||_F when measured, else -1
 };
 

@@ -187,6 +187,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     p.polar_start(M, transposed, G, sb.data());
     read_state(p, sb, c);
     PolarInfo<T> info = svd_path(p, M, transposed, G, opts);
+    info.svd_matrices = static_cast<int>(c);
     if (opts.promote) {
       promote_doubtful(p, M, transposed, G, rank_limit<T>(opts, l), info, opts);
       if (info.promoted > 0) measure(p, G, info, opts);
@@ -212,7 +213,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   PolarInfo<T> info;
   info.sigma_min.resize(static_cast<size_t>(c));
   info.sigma_max.resize(static_cast<size_t>(c));
-  bool to_svd = false;
+  std::vector<index_t> doubtful;
   int most = 0, schulz = 1;
   for (index_t k = 0; k < c; ++k) {
     const T* st = state.data() + k * polar::kStateSize;
@@ -220,15 +221,16 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     schulz = std::max(schulz, static_cast<int>(st[polar::kSchulz]));
     const double kappa = st[polar::kKappa];
     if (polar::failed(st) || polar::active(st) || !(kappa > 0) || !(1.0 / kappa > fallback))
-      to_svd = true;
+      doubtful.push_back(k);
     info.sigma_max[k] = st[polar::kAlpha];
     info.sigma_min[k] = st[polar::kInvNorm] > 0 ? T(1) / st[polar::kInvNorm] : T(0);
   }
-  if (to_svd) {
-    // Rare: a doubtful rank, a zero pivot or no convergence. The SVD path gives exact singular
-    // values for the caller's rank decision (and its G, which is then the answer).
+  if (2 * doubtful.size() > static_cast<size_t>(c)) {
+    // Mostly doubtful ranks, zero pivots or no convergence: the SVD path for the whole batch,
+    // exact singular values for the caller's rank decision (and its G, which is the answer).
     PolarInfo<T> exact = svd_path(p, M, transposed, G, opts);
     exact.max_iterations = most;
+    exact.svd_matrices = static_cast<int>(c);
     if (opts.promote) {
       promote_doubtful(p, M, transposed, G, fallback, exact, opts);
       if (exact.promoted > 0) measure(p, G, exact, opts);
@@ -242,6 +244,28 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   info.schulz_steps = schulz;
   info.estimated = true;
   info.used_svd = false;
+  if (!doubtful.empty()) {
+    // The few doubtful matrices alone take the SVD path: gathered into a contiguous stack (any
+    // layout of M), factored with exact singular values, their G_k written over the iteration's.
+    // A batch of 10^4 users with one doubtful user no longer pays 10^4 SVDs.
+    const index_t n = static_cast<index_t>(doubtful.size()), per = l * l;
+    Buffer<T> mb = p.allocate(n * per), gb = p.allocate(n * per);
+    for (index_t i = 0; i < n; ++i)
+      p.vstack(StackView<const T>(M[doubtful[i]].data(), 1, l, l, M.ld(), per),
+               MatrixView<T>(mb.data() + i * per, l, l));
+    PolarOptions sub = opts;
+    sub.measure_orthogonality = false;
+    const PolarInfo<T> exact = svd_path(p, StackView<const T>(mb.data(), n, l, l), transposed,
+                                        StackView<T>(gb.data(), n, l, l), sub);
+    for (index_t i = 0; i < n; ++i) {
+      p.copy(gb.data() + i * per, G[doubtful[i]].data(), per);
+      info.sigma_min[doubtful[i]] = exact.sigma_min[i];
+      info.sigma_max[doubtful[i]] = exact.sigma_max[i];
+    }
+    info.used_svd = true;
+    info.svd_matrices = static_cast<int>(n);
+    if (opts.promote) promote_doubtful(p, M, transposed, G, fallback, info, opts);
+  }
   measure(p, G, info, opts);
   return info;
 }

@@ -279,6 +279,38 @@ TYPED_TEST(Polar, SingularAndZeroMatricesGoToTheSvdPath) {
               static_cast<double>(l) * eps<T>() * static_cast<double>(info.sigma_max[k]));
 }
 
+// Only the doubtful matrices of a batch take the SVD path: the others keep the iteration's
+// factor (up to the rounding of one Newton-Schulz step more or less, as the batch runs its
+// worst matrix's count) and their estimated sigma values; the doubtful one gets the SVD path's
+// factor and exact singular values.
+TYPED_TEST(Polar, OnlyTheDoubtfulMatricesTakeTheSvdPath) {
+  using T = TypeParam;
+  const index_t l = 12, c = 6;
+  const Batch b = make_batch(c, l, geometric(l, 10.0), 8);
+  const Stack<T> M = cast<T>(b.M);
+  Stack<T> Ms = M;
+  for (index_t i = 0; i < l; ++i) Ms(2, i, 5) = T(0);  // matrix 2: an exactly zero column
+  Stack<T> G(c, l, l), Gs(c, l, l), one(1, l, l);
+  const PolarInfo<T> all = run(M, G, PolarMethod::iterative);
+  const PolarInfo<T> info = run(Ms, Gs, PolarMethod::iterative);
+  EXPECT_FALSE(all.used_svd);
+  EXPECT_TRUE(info.used_svd);
+  EXPECT_TRUE(info.estimated);
+  EXPECT_EQ(info.svd_matrices, 1);
+  EXPECT_LE(static_cast<double>(info.sigma_min[2]), l * eps<T>() * info.sigma_max[2]);
+  for (index_t k = 0; k < c; ++k) {
+    if (k == 2) continue;
+    SCOPED_TRACE("matrix " + std::to_string(k));
+    EXPECT_EQ(info.sigma_min[k], all.sigma_min[k]);
+    for (index_t i = 0; i < l * l; ++i)
+      EXPECT_NEAR(Gs.data()[k * l * l + i], G.data()[k * l * l + i], 10 * eps<T>());
+  }
+  Stack<T> m2(1, l, l);
+  for (index_t i = 0; i < l * l; ++i) m2.data()[i] = Ms.data()[2 * l * l + i];
+  run(m2, one, PolarMethod::svd);
+  for (index_t i = 0; i < l * l; ++i) EXPECT_EQ(Gs.data()[2 * l * l + i], one.data()[i]);
+}
+
 TYPED_TEST(Polar, NanIsAnError) {
   using T = TypeParam;
   const Batch b = make_batch(2, 8, geometric(8, 10.0), 1);
