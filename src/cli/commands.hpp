@@ -28,7 +28,7 @@ struct AlignArgs {
   long long oversampling = 10;
   int power_iterations = 2;
   double gopp_tolerance = 1e-10;
-  long long gopp_max_iterations = 200;
+  long long gopp_max_iterations = 1000;
   double rdp_eta = 1e-2;  ///< defaults as in AlignOptions
   double rdp_gradient_tolerance = 1e-6;
   long long rdp_max_iterations = 1000;

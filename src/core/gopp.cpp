@@ -5,12 +5,13 @@
 //
 // With Z the mean and G_i orthogonal, f = sum_i ||A_i||_F^2 - c ||Z||_F^2, so tracking the
 // objective costs O(a l) per iteration (O(c l^2) in the Gram form) instead of another pass over
-// the anchors.
+// the anchors. The stopping rule, and why each test is there, is src/core/gopp_stop.hpp; its
+// iterate test costs one pass over the c l^2 values of G per iteration.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/common.hpp"
+#include "core/gopp_stop.hpp"
 
 namespace dcalign::core {
 
@@ -19,8 +20,10 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
   auto& p = ctx.p;
   const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.users(), n = c * l;
   const auto W = ctx.A.concatenated();
-  Buffer<T> gv = p.allocate(n * l), scratch = p.allocate(n * l);
-  MatrixView<T> Z = target, Gv(gv.data(), n, l), M(scratch.data(), n, l);
+  Buffer<T> gv = p.allocate(n * l), scratch = p.allocate(n * l), step = p.allocate(n * l);
+  MatrixView<T> Z = target, Gv(gv.data(), n, l), M(scratch.data(), n, l), D(step.data(), n, l);
+  // User i's block of rows of Gv and D.
+  const StackView<const T> Dblocks(step.data(), c, l, l, n, l);
   // Gram form, when W = [A_1 ... A_c] has no more columns than rows: with K = W^T W (n x n,
   // formed once, a n^2 flops) the next products are W^T Z = K Gv / c, 2 n^2 l flops per
   // iteration instead of the 4 a n l of Z = W Gv / c and W^T Z, and Z itself is formed once at
@@ -47,11 +50,10 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
   ctx.timer.lap("init");
 
   const double total = p.sum_squares(ctx.A.data(), ctx.A.size());
-  // Below this the objective is rounding noise of the anchors' own size.
-  const double noise = 8.0 * std::numeric_limits<T>::epsilon() * total;
-  double previous = std::numeric_limits<double>::infinity();
+  const GoppStop stop = GoppStop::make<T>(ctx.opts, total, l);
   double min_ratio = 1.0;
   ctx.report.converged = false;
+  ctx.report.stop_reason = kStopCap;
   for (index_t it = 0; it < ctx.opts.gopp_max_iterations; ++it) {
     // G_i = polar(A_i^T Z): the first products from Z (which proves the anchors finite when
     // nothing has yet), later ones from the previous iteration's K Gv / c.
@@ -70,6 +72,15 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
         decide_ranks<T>(ctx, info, current_target, nullptr, "A_i^T Z (GOPP start)", it == 0);
     if (it == 0) min_ratio = *std::min_element(ratio.begin(), ratio.end());
     p.vstack(StackView<const T>(ctx.G), Gv);
+    // The step of every user, D = Gv - (the previous Gv), which D then keeps for the next one.
+    bool stationary = false;
+    if (it > 0) {
+      p.geam(T(1), MatrixView<const T>(Gv), T(-1), MatrixView<const T>(D), D);
+      const auto steps = p.inner_products(Dblocks, Dblocks);
+      stationary = std::all_of(steps.begin(), steps.end(),
+                               [&](double s) { return stop.step_is_rounding(s); });
+    }
+    p.copy(Gv.data(), D.data(), n * l);
     // f = sum_i ||A_i||^2 - c ||Z||^2 with Z = W Gv / c; in the Gram form
     // c ||Z||^2 = <Gv, K Gv> / c = <Gv, M> for the next products M = K Gv / c.
     double czz = 0;
@@ -85,11 +96,11 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
     ctx.report.objective_history.push_back(f);
     ctx.report.iterations = it + 1;
     if (!std::isfinite(f)) throw NumericalError("GOPP: the objective became non-finite");
-    if (f <= noise || (it > 0 && previous - f <= ctx.opts.gopp_tolerance * previous)) {
+    if (const char* why = stop.reason(ctx.report.objective_history, stationary)) {
       ctx.report.converged = true;
+      ctx.report.stop_reason = why;
       break;
     }
-    previous = f;
   }
   // The target that matches the final G_i (the Gram form has not formed it yet).
   if (gram_form) p.gemm(Op::none, Op::none, T(1) / T(c), W, MatrixView<const T>(Gv), T(0), Z);

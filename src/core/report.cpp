@@ -32,6 +32,8 @@ std::string AlignReport::to_json(int indent) const {
   j["iterations"] = iterations;
   j["promoted_users"] = promoted_users;
   j["converged"] = converged;
+  j["stop_reason"] =
+      stop_reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(stop_reason);
   j["gradient_norm"] = std::isnan(gradient_norm) ? nullptr : nlohmann::ordered_json(gradient_norm);
   if (!objective_history.empty()) j["objective_history"] = objective_history;
   nlohmann::ordered_json s = nlohmann::ordered_json::object();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/common.hpp"
+#include "core/gopp_stop.hpp"
 #include "dcalign/distributed.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/random.hpp"
@@ -446,7 +447,9 @@ Partial run_kawakami(Shard<T>& sh) {
 }
 
 /// GOPP: G_i = polar(A_i^T Z) locally, then Z = sum over ranks of (1/c) sum_i A_i G_i: one
-/// allreduce of a x l values per iteration, which also carries the iteration's failure flag.
+/// allreduce of a x l values per iteration, which also carries the iteration's failure flag and
+/// the number of users whose step was more than rounding (the single process's stopping rule,
+/// src/core/gopp_stop.hpp).
 template <typename T>
 Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
   auto& p = sh.p;
@@ -464,17 +467,20 @@ Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
   double total = 0;
   sh.local([&] { total = p.sum_squares(sh.A.data(), sh.A.size()); });
   sh.comm.allreduce_sum(&total, 1);
-  const double noise = 8.0 * std::numeric_limits<T>::epsilon() * total;
+  const core::GoppStop stop = core::GoppStop::make<T>(sh.opts, total, l);
 
-  Buffer<T> gv = p.allocate(n * l), scratch = p.allocate(n * l), zp = p.allocate(a * l + 1);
-  MatrixView<T> Gv(gv.data(), n, l);
+  Buffer<T> gv = p.allocate(n * l), scratch = p.allocate(n * l), zp = p.allocate(a * l + 2);
+  Buffer<T> step = p.allocate(n * l);
+  MatrixView<T> Gv(gv.data(), n, l), D(step.data(), n, l);
+  const StackView<const T> Dblocks(step.data(), sh.A.count(), l, l, n, l);
   AlignReport local_report;
   core::Context<T> ctx{
       p, sh.A, sh.G, sh.opts, local_report, sh.timer, sh.rank_tolerance, checked, Buffer<T>(), {}};
   Partial part;
-  double previous = std::numeric_limits<double>::infinity();
   sh.report.converged = false;
+  sh.report.stop_reason = core::kStopCap;
   for (index_t it = 0; it < sh.opts.gopp_max_iterations; ++it) {
+    T moving = 0;  // local users whose step was more than rounding
     Failure failure = capture([&] {
       try {
         PolarInfo<T> info = core::procrustes_step(ctx, MatrixView<const T>(Z), scratch.data());
@@ -485,6 +491,12 @@ Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
         if (it == 0) part.min_ratio = *std::min_element(ratio.begin(), ratio.end());
         part.promoted = local_report.promoted_users;
         p.vstack(StackView<const T>(sh.G), Gv);
+        if (it > 0) {
+          p.geam(T(1), MatrixView<const T>(Gv), T(-1), MatrixView<const T>(D), D);
+          for (double s2 : p.inner_products(Dblocks, Dblocks))
+            if (!stop.step_is_rounding(s2)) moving += T(1);
+        }
+        p.copy(Gv.data(), D.data(), n * l);
         p.gemm(Op::none, Op::none, T(1) / T(c), sh.A.concatenated(), MatrixView<const T>(Gv), T(0),
                MatrixView<T>(zp.data(), a, l));
       } catch (const InvalidInput& e) {
@@ -492,22 +504,23 @@ Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
       }
     });
     p.fill(zp.data() + a * l, 1, failure.kind != kNone ? T(1) : T(0));
-    sh.sum(zp.data(), a * l + 1);
-    T flag = 0;
-    p.to_host(zp.data() + a * l, &flag, 1);
+    p.fill(zp.data() + a * l + 1, 1, moving);
+    sh.sum(zp.data(), a * l + 2);
+    T flags[2] = {0, 0};
+    p.to_host(zp.data() + a * l, flags, 2);
     p.synchronize();
-    if (flag > T(0)) resolve(sh.comm, failure);
+    if (flags[0] > T(0)) resolve(sh.comm, failure);
     p.copy(zp.data(), Z.data(), a * l);
     const double czz = static_cast<double>(c) * p.sum_squares(Z.data(), a * l);
     const double f = std::max(0.0, total - czz);
     sh.report.objective_history.push_back(f);
     sh.report.iterations = it + 1;
     if (!std::isfinite(f)) throw NumericalError("GOPP: the objective became non-finite");
-    if (f <= noise || (it > 0 && previous - f <= sh.opts.gopp_tolerance * previous)) {
+    if (const char* why = stop.reason(sh.report.objective_history, it > 0 && flags[1] == T(0))) {
       sh.report.converged = true;
+      sh.report.stop_reason = why;
       break;
     }
-    previous = f;
   }
   sh.timer.lap("iterations");
   return part;

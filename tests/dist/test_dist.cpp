@@ -150,6 +150,7 @@ TEST_P(DistAgreement, MatchesSingleProcess) {
   if (cs.method == Method::gopp) {
     EXPECT_EQ(a.iterations, b.iterations);
     EXPECT_EQ(a.converged, b.converged);
+    EXPECT_EQ(a.stop_reason, b.stop_reason);
     ASSERT_EQ(a.objective_history.size(), b.objective_history.size());
     double total = 0;
     for (index_t i = 0; i < A.size(); ++i) total += A.data()[i] * A.data()[i];
