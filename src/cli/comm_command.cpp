@@ -151,14 +151,17 @@ void add_comm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "comm", "Bytes and times of DC against federated learning (paper 001 eqs. 10-18)");
   CommModel& m = args.model;
+  // Parsed strictly over the whole int64 range; the model's own checks (validate) give the
+  // ranges with the quantities' names.
+  constexpr long long kMin = std::numeric_limits<std::int64_t>::min();
   constexpr long long kMax = std::numeric_limits<std::int64_t>::max();
-  add_integer(cmd, "-c,--users", m.users, 1, kMax, "number of users c");
+  add_integer(cmd, "-c,--users", m.users, kMin, kMax, "number of users c (1 to 2^63 - 1)");
   add_real(cmd, "-n,--mean-samples", m.mean_samples, "mean samples per user n");
   cmd->add_option("--samples", m.samples, "samples n_i of each user, comma-separated")
       ->delimiter(',');
-  add_integer(cmd, "-a,--anchor-rows", m.anchor_rows, 0, kMax, "anchor rows a");
-  add_integer(cmd, "-m,--features", m.features, 0, kMax, "input dimension m");
-  add_integer(cmd, "-l,--dim", m.dim, 0, kMax, "latent dimension l");
+  add_integer(cmd, "-a,--anchor-rows", m.anchor_rows, kMin, kMax, "anchor rows a");
+  add_integer(cmd, "-m,--features", m.features, kMin, kMax, "input dimension m");
+  add_integer(cmd, "-l,--dim", m.dim, kMin, kMax, "latent dimension l");
   add_real(cmd, "-N,--model-parameters", m.model_parameters,
            "parameters N of the downstream model");
   add_real(cmd, "-q,--bits", m.bits, "bits per scalar q (32: FP32, 16: FP16)");

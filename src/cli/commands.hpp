@@ -54,9 +54,9 @@ struct UsageError : std::runtime_error {
 
 // ---- How every command registers its options (the README's "Option rules"). A value is
 // parsed strictly when the option is given: an integer is a whole decimal number within its
-// documented bounds, a real a finite decimal number, a choice one of its listed names and a
-// path a non-empty string. Anything else is a UsageError (status 2) naming the option, the
-// value (shortened when long) and what was expected; nothing is ever clamped or wrapped.
+// documented bounds, a real a decimal number that does not overflow, a choice one of its listed
+// names and a path a non-empty string. Anything else is a UsageError (status 2) naming the option,
+// the value (shortened when long) and what was expected; nothing is ever clamped or wrapped.
 
 /// An integer option in [lo, hi]; `var` keeps its default unless the option is given.
 CLI::Option* add_integer(CLI::App* cmd, const std::string& names, long long& var, long long lo,
@@ -68,7 +68,8 @@ CLI::Option* add_integer(CLI::App* cmd, const std::string& names, std::int64_t& 
 /// An unsigned option (a seed): 0 to 2^64 - 1, no sign.
 CLI::Option* add_unsigned(CLI::App* cmd, const std::string& names, std::uint64_t& var,
                           const std::string& desc);
-/// A finite real option (range checks, which depend on the option, are the command's).
+/// A real option: a decimal number that does not overflow; range checks (finiteness included),
+/// which depend on the option, are the command's.
 CLI::Option* add_real(CLI::App* cmd, const std::string& names, double& var,
                       const std::string& desc);
 /// One of a set of names, checked by `parse` (which throws dcalign::Error for an unknown one).

@@ -124,7 +124,9 @@ CLI::Option* add_real(CLI::App* cmd, const std::string& names, double& var,
         std::isspace(static_cast<unsigned char>(text.front())))
       throw UsageError(opt + " '" + shown(text) + "' is not a number: expected a finite decimal " +
                        "number");
-    if (!std::isfinite(v) || (errno == ERANGE && std::abs(v) > 1))
+    // An overflowing literal (1e999) is refused here; "nan" and "inf" written as such reach
+    // the command's range check, which names the quantity.
+    if (errno == ERANGE && std::abs(v) > 1)
       out_of_range(opt, shown(text), "a finite number (at most 1.8e308 in magnitude)");
     var = v;
   });

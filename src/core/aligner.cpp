@@ -636,8 +636,9 @@ void check_model_destination(const std::string& dir) {
   const fs::path dest = model_dir(dir);
   const auto refuse = [&](const std::string& why) {
     throw IoError("cannot save model to '" + dir + "': " + why +
-                  "; only a dcalign model directory (model.json with \"format\": \"" + kFormatName +
-                  "\", and target.npy, nothing else) is replaced. Choose a new " +
+                  "; it is not a dcalign model directory, and only a dcalign model directory "
+                  "(model.json with \"format\": \"" +
+                  kFormatName + "\", and target.npy, nothing else) is replaced. Choose a new " +
                   "name or remove it yourself");
   };
   std::error_code ec;
