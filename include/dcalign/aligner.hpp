@@ -88,6 +88,11 @@ struct ModelInfo {
 /// Reads and validates `dir`/model.json (IoError naming the file when it is not a model).
 ModelInfo read_model_info(const std::string& dir);
 
+/// Throws IoError unless Aligner::save may write `dir`: it does not exist, or it is a dcalign
+/// model directory (not a symbolic link) holding model.json with the format marker and a
+/// format_version, and target.npy, and nothing else. Anything else is never replaced.
+void check_model_destination(const std::string& dir);
+
 /// The format version this dcalign writes and reads.
 constexpr int kModelFormatVersion = 1;
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <new>
 #include <string>
 #include <vector>
@@ -21,28 +22,23 @@
 namespace dcalign::cli {
 namespace {
 
+// Upper bounds of the counts align accepts (README, "Option rules").
+constexpr long long kMaxUsers = 1LL << 40;
+constexpr long long kMaxOversampling = 10000;
+constexpr long long kMaxPowerIterations = 100;
+constexpr long long kMaxIterations = 1000000;
+
 // Rejects, before any work, a command line that cannot mean what it says: a numeric option out
 // of its range, or an option the chosen method would ignore. Only options the user gave count
 // (cmd.count), so the defaults of other methods' options never trip it.
 void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
-  if (a.oversampling < 0) out_of_range("--oversampling", std::to_string(a.oversampling), ">= 0");
-  if (a.power_iterations < 0)
-    out_of_range("--power-iterations", std::to_string(a.power_iterations), ">= 0");
   if (!std::isfinite(a.gopp_tolerance) || a.gopp_tolerance < 0)
     out_of_range("--gopp-tolerance", std::to_string(a.gopp_tolerance), "a finite number >= 0");
-  if (a.gopp_max_iterations < 1)
-    out_of_range("--gopp-max-iterations", std::to_string(a.gopp_max_iterations), ">= 1");
-  if (a.reference_user < 0)
-    out_of_range("--reference-user", std::to_string(a.reference_user), ">= 0");
   if (!std::isfinite(a.rdp_eta) || a.rdp_eta < 0)
     out_of_range("--rdp-eta", std::to_string(a.rdp_eta), "a finite number >= 0");
   if (!std::isfinite(a.rdp_gradient_tolerance) || a.rdp_gradient_tolerance < 0)
     out_of_range("--rdp-gradient-tolerance", std::to_string(a.rdp_gradient_tolerance),
                  "a finite number >= 0");
-  if (a.rdp_max_iterations < 1 || a.rdp_max_iterations > 1000000000)
-    out_of_range("--rdp-max-iterations", std::to_string(a.rdp_max_iterations), "1 to 1e9");
-  if (a.rdp_memory < 1 || a.rdp_memory > 1000)
-    out_of_range("--rdp-memory", std::to_string(a.rdp_memory), "1 to 1000");
   check_threads(a.threads);
 
   const Method m = parse_method(a.method);
@@ -55,7 +51,29 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
     throw UsageError(std::string(opt) + " is not used by method " + name + " (only by " + used_by +
                      "); remove it or choose that method");
   };
+  // The same rule for the options that depend on other options than --method.
+  const bool randomized = parse_svd_algorithm(a.svd) == SvdAlgorithm::randomized;
+  const bool svd_used = m != Method::odc && !(m == Method::gopp && a.gopp_init == "odc");
+  refuse_unused(cmd, "--svd", svd_used,
+                "by method " + name +
+                    (m == Method::gopp ? " with --gopp-init odc (its start needs no SVD)"
+                                       : " (it computes no singular vectors)"));
+  for (const char* opt : {"--oversampling", "--power-iterations"})
+    refuse_unused(cmd, opt, svd_used && randomized,
+                  std::string("without --svd randomized") +
+                      (svd_used ? "" : " (and method " + name + " computes no SVD)"));
+  refuse_unused(cmd, "--polar", m != Method::imakura && m != Method::kawakami,
+                "by method " + name + " (it computes no polar factor)");
+  refuse_unused(cmd, "--rotation", cmd.count("--target") == 0,
+                "with --target (the target is given, so there is no rotation O)");
+  refuse_unused(cmd, "--target-rotation", cmd.count("--target") + cmd.count("--rotation") == 0,
+                "with --target or --rotation (they give the target or O themselves)");
+  refuse_unused(cmd, "--reference-user", cmd.count("--target") == 0,
+                "with --target (the target is given, not A_r O)");
+  refuse_unused(cmd, "--consensus", !a.no_evaluate,
+                "with --no-evaluate (it is part of the evaluation)");
   only_for("--target", {Method::odc, Method::gopp}, "odc and gopp");
+  only_for("--reference-user", {Method::odc, Method::gopp}, "odc and gopp");
   only_for("--rotation", {Method::odc, Method::gopp}, "odc and gopp");
   only_for("--target-rotation", {Method::odc, Method::gopp}, "odc and gopp");
   only_for("--right", {Method::imakura}, "imakura");
@@ -102,6 +120,13 @@ AlignOptions make_options(const AlignArgs& a) {
   return o;
 }
 
+// The files align reads, which no output may replace.
+void protect_inputs(const AlignArgs& a, io::StagedOutputs& outputs) {
+  outputs.protect(a.anchors, "--anchors");
+  outputs.protect(a.target_in, "--target");
+  outputs.protect(a.rotation_in, "--rotation");
+}
+
 // The target (--target-out) and the report (--report) into their staged files.
 template <typename T>
 void write_target_and_report(const AlignArgs& a, const Matrix<T>& target, const AlignReport& report,
@@ -127,15 +152,21 @@ void check_objective_finite(const AlignReport& r, const std::string& precision) 
 
 template <typename T>
 void run(const AlignArgs& a) {
-  const AlignOptions opts = make_options(a);
   // Every output goes to a temporary beside it and is renamed into place only once the whole
   // run has succeeded; a failure changes no existing file (--model-out: Aligner::save is atomic).
+  // All output paths are checked first, before any input is read.
   io::StagedOutputs outputs;
+  protect_inputs(a, outputs);
+  if (!a.model_out.empty()) {
+    outputs.reserve_directory(a.model_out, "--model-out");
+    check_model_destination(a.model_out);
+  }
   const std::string out_tmp = outputs.stage(a.out, "--out");
   const std::string target_tmp =
       a.target_out.empty() ? std::string() : outputs.stage(a.target_out, "--target-out");
   const std::string report_tmp =
       a.report.empty() ? std::string() : outputs.stage(a.report, "--report");
+  const AlignOptions opts = make_options(a);
   BackendOptions bo;
   bo.threads = a.threads;
   auto backend = make_backend(parse_device(a.device), bo);
@@ -191,6 +222,7 @@ void run_distributed(const AlignArgs& a, const CLI::App& cmd, dist::Communicator
   std::string out_tmp, target_tmp, report_tmp;
   dist::collective(comm, [&] {
     if (me != 0) return;
+    protect_inputs(a, outputs);
     out_tmp = outputs.stage(a.out, "--out");
     if (!a.target_out.empty()) target_tmp = outputs.stage(a.target_out, "--target-out");
     if (!a.report.empty()) report_tmp = outputs.stage(a.report, "--report");
@@ -298,60 +330,70 @@ void run_distributed_command(const AlignArgs& a, const CLI::App& cmd) {
 
 void add_align_command(CLI::App& app, AlignArgs& args) {
   auto* cmd = app.add_subcommand("align", "Compute change-of-basis matrices G_i from anchors");
-  cmd->add_option("--method", args.method,
-                  "odc | imakura | kawakami | gopp | opp | rdp-ls | rdp-opp")
-      ->capture_default_str();
-  cmd->add_option("--anchors", args.anchors, "NPY array of shape (c, a, l); slice i is A_i")
+  const auto method_names = [](const std::string& v) { (void)parse_method(v); };
+  add_choice(cmd, "--method", args.method,
+             "odc | imakura | kawakami | gopp | opp | rdp-ls | rdp-opp", method_names);
+  add_path(cmd, "--anchors", args.anchors, "NPY array of shape (c, a, l); slice i is A_i")
       ->required();
-  cmd->add_option("--out", args.out, "output NPY array of shape (c, l, l); slice i is G_i")
+  add_path(cmd, "--out", args.out, "output NPY array of shape (c, l, l); slice i is G_i")
       ->required();
-  cmd->add_option("--report", args.report, "write the JSON report here");
-  cmd->add_option("--target-out", args.target_out, "write the target Z (a x l) here");
-  cmd->add_option("--model-out", args.model_out,
-                  "save the fitted model to this directory, for dcalign enroll");
-  cmd->add_option("--target", args.target_in, "ODC: align to this a x l target (NPY)");
-  cmd->add_option("--rotation", args.rotation_in, "ODC: use this l x l orthogonal O (NPY)");
-  cmd->add_option("--seed", args.seed, "seed for O, R and randomized SVD")->capture_default_str();
-  cmd->add_option("--target-rotation", args.target_rotation, "ODC's O: haar | identity")
-      ->capture_default_str();
-  cmd->add_option("--right", args.right, "Imakura's R: identity | uniform")->capture_default_str();
-  cmd->add_option("--reference-user", args.reference_user, "ODC reference user r (0-based)")
-      ->capture_default_str();
+  add_path(cmd, "--report", args.report, "write the JSON report here");
+  add_path(cmd, "--target-out", args.target_out, "write the target Z (a x l) here");
+  add_path(cmd, "--model-out", args.model_out,
+           "save the fitted model to this directory, for dcalign enroll");
+  add_path(cmd, "--target", args.target_in, "ODC: align to this a x l target (NPY)");
+  add_path(cmd, "--rotation", args.rotation_in, "ODC: use this l x l orthogonal O (NPY)");
+  add_unsigned(cmd, "--seed", args.seed, "seed for O, R and randomized SVD (0 to 2^64 - 1)");
+  add_choice(cmd, "--target-rotation", args.target_rotation, "ODC's O: haar | identity",
+             [](const std::string& v) {
+               if (parse_target_rotation(v) == TargetRotation::supplied)
+                 throw InvalidInput("'supplied' is given by --rotation; expected haar or identity");
+             });
+  add_choice(cmd, "--right", args.right, "Imakura's R: identity | uniform",
+             [](const std::string& v) {
+               if (parse_right_factor(v) == RightFactor::supplied)
+                 throw InvalidInput("expected identity or uniform");
+             });
+  add_integer(cmd, "--reference-user", args.reference_user, 0, kMaxUsers - 1,
+              "ODC reference user r (0-based)");
   cmd->add_option("--device", args.device, "cpu | cuda")
       ->capture_default_str()
       ->check(device_names());
-  cmd->add_option("--precision", args.precision, "float64 | float32")->capture_default_str();
-  cmd->add_option("--svd", args.svd,
-                  "gram | exact | randomized: top singular vectors for Imakura, Kawakami, GOPP's "
-                  "start, OPP and RDP's starts (gram falls back to exact when sigma_1/sigma_l > "
-                  "100)")
-      ->capture_default_str();
-  cmd->add_option("--oversampling", args.oversampling, "randomized SVD oversampling")
-      ->capture_default_str();
-  cmd->add_option("--power-iterations", args.power_iterations, "randomized SVD power iterations")
-      ->capture_default_str();
-  cmd->add_option("--kawakami-form", args.kawakami_form, "qr-svd | eigen")->capture_default_str();
-  cmd->add_option("--polar", args.polar,
-                  "ODC/GOPP/OPP polar factors: auto | svd (one SVD per user) | iterative (batched "
-                  "Newton)")
-      ->capture_default_str();
-  cmd->add_option("--gopp-init", args.gopp_init, "spectral | odc")->capture_default_str();
-  cmd->add_option("--gopp-tolerance", args.gopp_tolerance, "relative objective decrease to stop")
-      ->capture_default_str();
-  cmd->add_option("--gopp-max-iterations", args.gopp_max_iterations, "GOPP iteration cap")
-      ->capture_default_str();
-  cmd->add_option("--rdp-eta", args.rdp_eta,
-                  "RDP penalty weight, relative to the anchors' energy (1/c) sum_i ||A_i||_F^2")
-      ->capture_default_str();
-  cmd->add_option("--rdp-gradient-tolerance", args.rdp_gradient_tolerance,
-                  "RDP: stop when ||grad f||_F <= this * sum_i ||A_i||_F^2")
-      ->capture_default_str();
-  cmd->add_option("--rdp-max-iterations", args.rdp_max_iterations, "RDP L-BFGS iteration cap")
-      ->capture_default_str();
-  cmd->add_option("--rdp-memory", args.rdp_memory, "RDP L-BFGS memory (correction pairs)")
-      ->capture_default_str();
-  cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
-      ->capture_default_str();
+  add_choice(cmd, "--precision", args.precision, "float64 | float32", [](const std::string& v) {
+    if (v != "float64" && v != "double" && v != "float32" && v != "float")
+      throw InvalidInput("unknown precision; expected float64 or float32");
+  });
+  add_choice(cmd, "--svd", args.svd,
+             "gram | exact | randomized: top singular vectors for Imakura, Kawakami, GOPP's "
+             "start, OPP and RDP's starts (gram falls back to exact when sigma_1/sigma_l > 100)",
+             [](const std::string& v) { (void)parse_svd_algorithm(v); });
+  add_integer(cmd, "--oversampling", args.oversampling, 0, kMaxOversampling,
+              "randomized SVD oversampling");
+  add_integer(cmd, "--power-iterations", args.power_iterations, 0, kMaxPowerIterations,
+              "randomized SVD power iterations");
+  add_choice(cmd, "--kawakami-form", args.kawakami_form, "qr-svd | eigen",
+             [](const std::string& v) { (void)parse_kawakami_form(v); });
+  add_choice(cmd, "--polar", args.polar,
+             "ODC/GOPP/OPP/RDP polar factors: auto | svd (one SVD per user) | iterative "
+             "(batched Newton)",
+             [](const std::string& v) { (void)parse_polar_method(v); });
+  add_choice(cmd, "--gopp-init", args.gopp_init, "spectral | odc",
+             [](const std::string& v) { (void)parse_gopp_init(v); });
+  add_real(cmd, "--gopp-tolerance", args.gopp_tolerance, "relative objective decrease to stop");
+  add_integer(cmd, "--gopp-max-iterations", args.gopp_max_iterations, 1, kMaxIterations,
+              "GOPP iteration cap");
+  add_real(cmd, "--rdp-eta", args.rdp_eta,
+           "RDP penalty weight, relative to the anchors' energy (1/c) sum_i ||A_i||_F^2");
+  add_real(cmd, "--rdp-gradient-tolerance", args.rdp_gradient_tolerance,
+           "RDP: stop when ||grad f||_F <= this * sum_i ||A_i||_F^2");
+  add_integer(cmd, "--rdp-max-iterations", args.rdp_max_iterations, 1, kMaxIterations,
+              "RDP L-BFGS iteration cap");
+  add_integer(cmd, "--rdp-memory", args.rdp_memory, 1, 1000,
+              "RDP L-BFGS memory (correction pairs)");
+  // The range (0 to 4 x the hardware threads) is check_threads'.
+  add_integer(cmd, "--threads", args.threads, std::numeric_limits<int>::min(),
+              std::numeric_limits<int>::max(),
+              "CPU threads over users (0: all; at most 4 x the hardware threads)");
   cmd->add_flag("--no-evaluate", args.no_evaluate, "skip objective/orthogonality evaluation");
   cmd->add_flag("--consensus", args.consensus,
                 "also compute the consensus objective (one more product over all anchors)");

@@ -2,6 +2,7 @@
 // and optionally as JSON. The defaults are the paper's worked example (section 2.3).
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -150,28 +151,28 @@ void add_comm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "comm", "Bytes and times of DC against federated learning (paper 001 eqs. 10-18)");
   CommModel& m = args.model;
-  cmd->add_option("-c,--users", m.users, "number of users c")->capture_default_str();
-  cmd->add_option("-n,--mean-samples", m.mean_samples, "mean samples per user n")
-      ->capture_default_str();
+  // Parsed strictly over the whole int64 range; the model's own checks (validate) give the
+  // ranges with the quantities' names.
+  constexpr long long kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr long long kMax = std::numeric_limits<std::int64_t>::max();
+  add_integer(cmd, "-c,--users", m.users, kMin, kMax, "number of users c (1 to 2^63 - 1)");
+  add_real(cmd, "-n,--mean-samples", m.mean_samples, "mean samples per user n");
   cmd->add_option("--samples", m.samples, "samples n_i of each user, comma-separated")
       ->delimiter(',');
-  cmd->add_option("-a,--anchor-rows", m.anchor_rows, "anchor rows a")->capture_default_str();
-  cmd->add_option("-m,--features", m.features, "input dimension m")->capture_default_str();
-  cmd->add_option("-l,--dim", m.dim, "latent dimension l")->capture_default_str();
-  cmd->add_option("-N,--model-parameters", m.model_parameters,
-                  "parameters N of the downstream model")
-      ->capture_default_str();
-  cmd->add_option("-q,--bits", m.bits, "bits per scalar q (32: FP32, 16: FP16)")
-      ->capture_default_str();
-  cmd->add_option("--gamma", args.gamma,
-                  "anchor replication factor (default c: unicast; 0: public or seeded anchor)");
-  cmd->add_option("-p,--participation", m.participation, "FL participation fraction p in (0, 1]")
-      ->capture_default_str();
-  cmd->add_option("-R,--rounds", m.rounds, "FL rounds R")->capture_default_str();
-  cmd->add_option("--bandwidth", args.bandwidth,
-                  "bottleneck goodput beta in bits/s (prints the transfer times)");
-  cmd->add_option("--rtt", args.rtt, "round-trip time tau in s (default 0; needs --bandwidth)");
-  cmd->add_option("--json", args.json, "also write the results to this JSON file");
+  add_integer(cmd, "-a,--anchor-rows", m.anchor_rows, kMin, kMax, "anchor rows a");
+  add_integer(cmd, "-m,--features", m.features, kMin, kMax, "input dimension m");
+  add_integer(cmd, "-l,--dim", m.dim, kMin, kMax, "latent dimension l");
+  add_real(cmd, "-N,--model-parameters", m.model_parameters,
+           "parameters N of the downstream model");
+  add_real(cmd, "-q,--bits", m.bits, "bits per scalar q (32: FP32, 16: FP16)");
+  add_real(cmd, "--gamma", args.gamma,
+           "anchor replication factor (default c: unicast; 0: public or seeded anchor)");
+  add_real(cmd, "-p,--participation", m.participation, "FL participation fraction p in (0, 1]");
+  add_real(cmd, "-R,--rounds", m.rounds, "FL rounds R");
+  add_real(cmd, "--bandwidth", args.bandwidth,
+           "bottleneck goodput beta in bits/s (prints the transfer times)");
+  add_real(cmd, "--rtt", args.rtt, "round-trip time tau in s (default 0; needs --bandwidth)");
+  add_path(cmd, "--json", args.json, "also write the results to this JSON file");
   cmd->callback([cmd] { run_comm(args, *cmd); });
 }
 

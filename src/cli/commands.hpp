@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -50,6 +51,41 @@ struct UsageError : std::runtime_error {
 /// command's range checks.
 [[noreturn]] void out_of_range(const std::string& opt, const std::string& value,
                                const std::string& expected);
+
+// ---- How every command registers its options (the README's "Option rules"). A value is
+// parsed strictly when the option is given: an integer is a whole decimal number within its
+// documented bounds, a real a decimal number that does not overflow, a choice one of its listed
+// names and a path a non-empty string. Anything else is a UsageError (status 2) naming the option,
+// the value (shortened when long) and what was expected; nothing is ever clamped or wrapped.
+
+/// An integer option in [lo, hi]; `var` keeps its default unless the option is given.
+CLI::Option* add_integer(CLI::App* cmd, const std::string& names, long long& var, long long lo,
+                         long long hi, const std::string& desc);
+CLI::Option* add_integer(CLI::App* cmd, const std::string& names, int& var, long long lo,
+                         long long hi, const std::string& desc);
+CLI::Option* add_integer(CLI::App* cmd, const std::string& names, std::int64_t& var, long long lo,
+                         long long hi, const std::string& desc);
+/// An unsigned option (a seed): 0 to 2^64 - 1, no sign.
+CLI::Option* add_unsigned(CLI::App* cmd, const std::string& names, std::uint64_t& var,
+                          const std::string& desc);
+/// A real option: a decimal number that does not overflow; range checks (finiteness included),
+/// which depend on the option, are the command's.
+CLI::Option* add_real(CLI::App* cmd, const std::string& names, double& var,
+                      const std::string& desc);
+/// One of a set of names, checked by `parse` (which throws dcalign::Error for an unknown one).
+CLI::Option* add_choice(CLI::App* cmd, const std::string& names, std::string& var,
+                        const std::string& desc,
+                        const std::function<void(const std::string&)>& parse);
+/// A file or directory path: an empty one is a usage error, never "not given".
+CLI::Option* add_path(CLI::App* cmd, const std::string& names, std::string& var,
+                      const std::string& desc);
+/// A value as shown in messages: at most 64 characters, longer ones cut with their length.
+std::string shown(const std::string& value);
+
+/// The one rule for options a run would not use: throws UsageError "OPT is not used USE"
+/// (e.g. "--svd is not used by method odc (only by ...)") when the user gave `opt` and `used`
+/// is false. Experiment keys follow the same rule (experiment::Config).
+void refuse_unused(const CLI::App& cmd, const std::string& opt, bool used, const std::string& why);
 
 /// Throws UsageError unless 0 <= threads <= max_threads() (--threads of align and enroll).
 void check_threads(long long threads);

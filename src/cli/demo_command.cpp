@@ -113,12 +113,13 @@ static void check_demo_args(const DemoArgs& d) {
 
 void add_demo_command(CLI::App& app, DemoArgs& args) {
   auto* cmd = app.add_subcommand("demo", "Align synthetic users under the four conditions");
-  cmd->add_option("--seed", args.seed)->capture_default_str();
-  cmd->add_option("--users", args.users)->capture_default_str();
-  cmd->add_option("--samples", args.samples, "samples per user")->capture_default_str();
-  cmd->add_option("--features", args.features)->capture_default_str();
-  cmd->add_option("--dim", args.dim, "latent dimension l")->capture_default_str();
-  cmd->add_option("--anchor-rows", args.anchor_rows)->capture_default_str();
+  // Bounds as check_demo_args' (--dim's depends on --samples and --features).
+  add_unsigned(cmd, "--seed", args.seed, "seed of the synthetic users and the anchor");
+  add_integer(cmd, "--users", args.users, 1, 10000, "users c");
+  add_integer(cmd, "--samples", args.samples, 1, 1000000, "samples per user");
+  add_integer(cmd, "--features", args.features, 1, 100000, "features m");
+  add_integer(cmd, "--dim", args.dim, 1, 100000, "latent dimension l");
+  add_integer(cmd, "--anchor-rows", args.anchor_rows, 1, 1000000, "anchor rows a");
   cmd->add_option("--device", args.device, "cpu | cuda")
       ->capture_default_str()
       ->check(device_names());

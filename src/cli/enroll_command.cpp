@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "cli/commands.hpp"
@@ -26,6 +27,8 @@ template <typename T>
 void run(const EnrollArgs& a) {
   // As for align: outputs are renamed into place only once the whole run has succeeded.
   io::StagedOutputs outputs;
+  outputs.protect(a.model, "--model", true);
+  outputs.protect(a.anchors, "--anchors");
   const std::string out_tmp = outputs.stage(a.out, "--out");
   const std::string report_tmp =
       a.report.empty() ? std::string() : outputs.stage(a.report, "--report");
@@ -63,18 +66,19 @@ void add_enroll_command(CLI::App& app) {
   static EnrollArgs args;
   auto* cmd = app.add_subcommand(
       "enroll", "Align users who join later against a saved model (dcalign align --model-out)");
-  cmd->add_option("--model", args.model, "model directory written by dcalign align --model-out")
+  add_path(cmd, "--model", args.model, "model directory written by dcalign align --model-out")
       ->required();
-  cmd->add_option("--anchors", args.anchors,
-                  "NPY array A_new of shape (a, l), or (k, a, l) for k new users")
+  add_path(cmd, "--anchors", args.anchors,
+           "NPY array A_new of shape (a, l), or (k, a, l) for k new users")
       ->required();
-  cmd->add_option("--out", args.out, "output NPY: G_new (l, l), or (k, l, l)")->required();
-  cmd->add_option("--report", args.report, "write the JSON enrolment report here");
+  add_path(cmd, "--out", args.out, "output NPY: G_new (l, l), or (k, l, l)")->required();
+  add_path(cmd, "--report", args.report, "write the JSON enrolment report here");
   cmd->add_option("--device", args.device, "cpu | cuda")
       ->capture_default_str()
       ->check(device_names());
-  cmd->add_option("--threads", args.threads, "CPU threads over users (0: all)")
-      ->capture_default_str();
+  // The range (0 to 4 x the hardware threads) is check_threads'.
+  add_integer(cmd, "--threads", args.threads, std::numeric_limits<int>::min(),
+              std::numeric_limits<int>::max(), "CPU threads over users (0: all)");
   cmd->callback([] {
     check_threads(args.threads);
     // The model's precision decides T; read_model_info validates model.json first.

@@ -1,11 +1,44 @@
 // `dcalign experiment FILE`: runs a TOML experiment and writes JSON, CSV and a Markdown table.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "dcalign/experiment.hpp"
+#include "io/staged_outputs.hpp"
 
 namespace dcalign::cli {
+
+// The results' directory, checked before the first trial (a long run must not end unable to
+// write): created if missing, writable (a probe file is created and removed), and the three
+// result paths replaceable. Errors give the OS's reason.
+void check_output_directory(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw IoError("--out '" + dir + "': cannot create the results directory (" + ec.message() +
+                  ")");
+  if (!fs::is_directory(dir, ec))
+    throw IoError("--out '" + dir + "' is not a directory; expected a directory for the results");
+  const std::string probe =
+      (fs::path(dir) / (".dcalign-probe.tmp." + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw IoError("--out '" + dir + "': cannot write the results there (" + std::strerror(errno) +
+                  "); checked before the first trial");
+  ::close(fd);
+  ::unlink(probe.c_str());
+  for (const char* ext : {".json", ".csv", ".md"})
+    io::check_replaceable_file((fs::path(dir) / (name + ext)).string(), "experiment output");
+}
+
+// The most trials `--trials` accepts (the config's `trials` key has the same bound).
+constexpr long long kMaxTrials = 1000000;
 
 void add_experiment_command(CLI::App& app) {
   struct Args {
@@ -15,12 +48,12 @@ void add_experiment_command(CLI::App& app) {
   };
   static Args args;
   auto* cmd = app.add_subcommand("experiment", kExperimentDescription);
-  cmd->add_option("file", args.file, "experiment file (see experiments/)")->required();
-  cmd->add_option("--out", args.out_dir, "directory for the JSON, CSV and Markdown results")
-      ->capture_default_str();
-  cmd->add_option("--data-dir", args.data_dir,
-                  "dataset folder (default: $DCALIGN_DATA, then ../shared/datasets)");
-  cmd->add_option("--trials", args.trials, "override the number of trials (>= 1)");
+  add_path(cmd, "file", args.file, "experiment file (see experiments/)")->required();
+  add_path(cmd, "--out", args.out_dir, "directory for the JSON, CSV and Markdown results");
+  add_path(cmd, "--data-dir", args.data_dir,
+           "dataset folder (default: $DCALIGN_DATA, then ../shared/datasets)");
+  add_integer(cmd, "--trials", args.trials, 1, kMaxTrials,
+              "override the number of trials (1 to 10^6)");
   cmd->add_option("--device", args.device, "override the device (cpu | cuda)")
       ->check(device_names());
   cmd->add_flag("--check", args.check,
@@ -28,8 +61,6 @@ void add_experiment_command(CLI::App& app) {
   cmd->callback([cmd] {
     // Only options the user gave are checked (and applied): an explicit --trials must be a
     // usable count, never ignored.
-    if (cmd->count("--trials") && args.trials < 1)
-      out_of_range("--trials", std::to_string(args.trials), ">= 1");
     experiment::Config cfg = experiment::load_config(args.file);
     if (!args.data_dir.empty()) cfg.data_dir = args.data_dir;
     if (cmd->count("--trials")) cfg.trials = args.trials;
@@ -40,7 +71,7 @@ void add_experiment_command(CLI::App& app) {
                 << cfg.trials << " trial(s)\n";
       return;
     }
-    std::filesystem::create_directories(args.out_dir);
+    check_output_directory(args.out_dir, cfg.name);
     auto result = experiment::run(
         cfg, [](const std::string& msg) { std::cerr << "dcalign: " << msg << std::endl; });
     experiment::write_outputs(result, args.out_dir);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <type_traits>
 
 #include "core/common.hpp"
@@ -87,6 +88,52 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
   r.evaluated = true;
 }
 
+// Scale: every method is scale invariant (A_i -> s A_i leaves the G_i of ODC, GOPP and OPP
+// alone and divides Imakura-DC's, Kawakami-DC's and RDP-LS's by s), but the arithmetic is not:
+// squares of anchors far from 1 underflow or overflow (GOPP's objective becomes 0 after one
+// step, RDP's gradient 0, an orthogonality error NaN). Anchors whose root-mean-square entry is
+// outside [kMinScale, kMaxScale] of the precision are refused with that advice, never
+// answered with a meaningless result.
+template <typename T>
+void check_anchor_scale(Primitives<T>& p, StackView<const T> A) {
+  constexpr bool single = std::is_same_v<T, float>;
+  const double lo = single ? 1e-12 : 1e-100, hi = single ? 1e12 : 1e100;
+  const auto energy = p.inner_products(A, A);
+  const double entries = static_cast<double>(A.rows()) * static_cast<double>(A.cols());
+  for (index_t k = 0; k < A.count(); ++k) {
+    const double ss = energy[static_cast<size_t>(k)];
+    if (std::isnan(ss) || std::isinf(ss)) {
+      validate_anchor_values(p, A);  // a NaN or Inf entry is reported with its position
+    }
+    double rms = std::sqrt(ss / entries);
+    if (ss == 0) {
+      // All zero (the rank checks say so), or squares that underflowed: the largest entry tells.
+      const MatrixView<const T> Ak = A[k];
+      std::vector<T> column(static_cast<size_t>(A.rows()));
+      double largest = 0;
+      for (index_t j = 0; j < A.cols(); ++j) {
+        p.to_host(Ak.data() + j * Ak.ld(), column.data(), A.rows());
+        p.synchronize();
+        for (T v : column) largest = std::max(largest, std::abs(static_cast<double>(v)));
+      }
+      if (largest == 0) continue;
+      rms = largest;
+    }
+    if (!(rms >= lo && rms <= hi)) {
+      std::ostringstream os;
+      os << "user " << k << ": the anchor representation A_" << k << " has entries of scale "
+         << (std::isfinite(rms) ? rms : std::numeric_limits<double>::infinity())
+         << " (root mean square; its squares " << (rms < lo ? "underflow" : "overflow") << " in "
+         << precision_name<T>() << "); anchors must have a root-mean-square entry between " << lo
+         << " and " << hi << " in " << precision_name<T>()
+         << ". Every method is scale invariant: multiply all A_i by one power of two to bring "
+            "them near 1 (the G_i of odc, gopp and opp do not change; those of imakura, kawakami "
+            "and rdp-ls scale by its inverse)";
+      throw InvalidInput(os.str());
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -109,6 +156,8 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   if (target.data() && (target.rows() != a || target.cols() != l))
     throw InvalidInput("target output must be a x l");
   timer.lap("validate");
+
+  check_anchor_scale(p, anchors);
 
   const double tol = opts.rank_tolerance >= 0
                          ? opts.rank_tolerance
@@ -154,8 +203,10 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   }
   if (!p.all_finite(G.data(), G.size()))
     throw NumericalError(report.method +
-                         ": the computed change-of-basis matrices contain NaN or "
-                         "Inf (input passed validation; please report this)");
+                         ": the computed change-of-basis matrices contain NaN or Inf; the "
+                         "anchors are too ill-conditioned or too far from scale 1 for " +
+                         report.precision +
+                         ": rescale them (every method is scale invariant) or use float64");
   if (opts.evaluate) {
     evaluate(ctx, MatrixView<const T>(Z));
     timer.lap("evaluate");

@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +27,7 @@
 
 #include "dcalign/npy.hpp"
 #include "dcalign/polar.hpp"
+#include "io/staged_outputs.hpp"
 
 #ifndef DCALIGN_VERSION_STRING
 #define DCALIGN_VERSION_STRING "unknown"
@@ -43,6 +45,7 @@ using Json = nlohmann::ordered_json;
 constexpr const char* kFormatName = "dcalign-aligner";
 constexpr const char* kJsonFile = "model.json";
 constexpr const char* kTargetFile = "target.npy";
+constexpr std::uintmax_t kMaxModelJsonBytes = 1 << 20;
 
 template <typename T>
 const char* precision_name() {
@@ -368,6 +371,55 @@ fs::path model_dir(const std::string& dir) {
   return d;
 }
 
+/// model.json of the model `dir`, parsed, with its format marker checked.
+Json read_model_json(const std::string& dir, const std::string& file) {
+  const Reader in(file);
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw IoError("cannot load model '" + dir + "': '" + file +
+                  (fs::exists(file, ec) ? "' is not a regular file" : "' does not exist") +
+                  " (a model is a directory holding model.json and target.npy)");
+  std::ifstream f(file, std::ios::binary);
+  if (!f)
+    throw IoError("cannot load model '" + dir + "': cannot open '" + file + "' (" +
+                  (errno ? std::strerror(errno) : "unknown error") + ")");
+  // Bounded before reading: a model.json is a few hundred bytes.
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > kMaxModelJsonBytes)
+    in.fail("is " + std::to_string(size) + " bytes; a model.json is at most " +
+            std::to_string(kMaxModelJsonBytes) + " bytes (not a dcalign model, or corrupt)");
+  std::string text(static_cast<std::size_t>(size), '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (f.gcount() != static_cast<std::streamsize>(text.size()))
+    in.fail("could not be read whole (it changed while being read?)");
+  // Strict, as the TOML reader: one JSON value and nothing after it (no NUL byte and garbage,
+  // which the parser would take as the end of its input), and no key twice in an object.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    in.fail("has a NUL byte at offset " + std::to_string(nul) + " (corrupt or not a JSON file)");
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  const Json::parser_callback_t strict = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
+        !keys.back().insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  Json j;
+  try {
+    j = Json::parse(text, strict);
+  } catch (const Json::parse_error& e) {
+    in.fail(std::string("not valid JSON (truncated or corrupt?): ") + e.what());
+  }
+  if (!duplicate.empty())
+    in.fail("has the key '" + duplicate + "' twice in one object (a model has each key once)");
+  if (!j.is_object()) in.fail("not a JSON object");
+  if (!j.contains("format") || j["format"] != kFormatName)
+    in.fail(std::string("not a dcalign model: expected \"format\": \"") + kFormatName + "\"");
+  return j;
+}
+
 Parsed parse_model(const std::string& dir) {
   const fs::path d = model_dir(dir);
   std::error_code ec;
@@ -380,22 +432,8 @@ Parsed parse_model(const std::string& dir) {
                   "holding model.json and target.npy, written by Aligner::save or `dcalign " +
                   "align --model-out`)");
   const std::string file = (d / kJsonFile).string();
-  std::ifstream f(file, std::ios::binary);
-  if (!f)
-    throw IoError("cannot load model '" + dir + "': cannot open '" + file + "' (" +
-                  (errno ? std::strerror(errno) : "unknown error") + ")");
-  std::stringstream ss;
-  ss << f.rdbuf();
   const Reader in(file);
-  Json j;
-  try {
-    j = Json::parse(ss.str());
-  } catch (const Json::parse_error& e) {
-    in.fail(std::string("not valid JSON (truncated or corrupt?): ") + e.what());
-  }
-  if (!j.is_object()) in.fail("not a JSON object");
-  if (!j.contains("format") || j["format"] != kFormatName)
-    in.fail(std::string("not a dcalign model: expected \"format\": \"") + kFormatName + "\"");
+  const Json j = read_model_json(dir, file);
   const index_t version = in.integer(j, "format_version", 0);
   if (version != kModelFormatVersion)
     in.fail("format version " + std::to_string(version) + "; this dcalign (" +
@@ -594,6 +632,39 @@ std::string EnrolmentReport::to_json(int indent) const {
 
 ModelInfo read_model_info(const std::string& dir) { return parse_model(dir).info; }
 
+void check_model_destination(const std::string& dir) {
+  const fs::path dest = model_dir(dir);
+  const auto refuse = [&](const std::string& why) {
+    throw IoError("cannot save model to '" + dir + "': " + why +
+                  "; it is not a dcalign model directory, and only a dcalign model directory "
+                  "(model.json with \"format\": \"" +
+                  kFormatName + "\", and target.npy, nothing else) is replaced. Choose a new " +
+                  "name or remove it yourself");
+  };
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dest, ec);
+  if (st.type() == fs::file_type::not_found) return;
+  if (st.type() == fs::file_type::symlink) refuse("it is a symbolic link");
+  if (st.type() != fs::file_type::directory) refuse("it exists and is not a directory");
+  for (const auto& e : fs::directory_iterator(dest, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != kJsonFile && name != kTargetFile)
+      refuse("it holds '" + name + "', which is not part of a model");
+    if (!e.is_regular_file(ec) || e.is_symlink(ec))
+      refuse("its '" + name + "' is not a regular file");
+  }
+  if (ec) refuse("it cannot be listed (" + ec.message() + ")");
+  if (!fs::exists(dest / kJsonFile, ec)) refuse("it has no model.json");
+  Json j;
+  try {
+    j = read_model_json(dir, (dest / kJsonFile).string());
+  } catch (const IoError& e) {
+    refuse(std::string("it is not a dcalign model (") + e.what() + ")");
+  }
+  if (!j.contains("format_version") || !j["format_version"].is_number_integer())
+    refuse("its model.json has no integer \"format_version\"");
+}
+
 // ---- Aligner
 
 template <typename T>
@@ -668,11 +739,8 @@ void Aligner<T>::save(const std::string& dir) const {
   if (!fs::is_directory(parent, ec))
     throw IoError("cannot save model to '" + dir + "': the directory '" + parent.string() +
                   "' does not exist");
-  const bool replace = fs::exists(dest, ec);
-  if (replace && !(fs::is_directory(dest, ec) && fs::exists(dest / kJsonFile, ec)))
-    throw IoError("cannot save model to '" + dir +
-                  "': it exists and is not a dcalign model directory (no model.json); refusing "
-                  "to replace it");
+  check_model_destination(dir);
+  const bool replace = fs::symlink_status(dest, ec).type() != fs::file_type::not_found;
 
   Json j;
   j["format"] = kFormatName;
@@ -739,6 +807,7 @@ void Aligner<T>::save(const std::string& dir) const {
   if (!fs::create_directory(tmp, ec))
     throw IoError("cannot save model to '" + dir + "': cannot create the temporary directory '" +
                   tmp.string() + "' (" + ec.message() + ")");
+  io::register_temporary(tmp.string(), true);
   try {
     const fs::path json_path = tmp / kJsonFile, target_path = tmp / kTargetFile;
     {
@@ -752,9 +821,11 @@ void Aligner<T>::save(const std::string& dir) const {
     fsync_path(target_path, false);
     fsync_path(tmp, true);
     publish(tmp, dest, replace);
+    io::forget_temporary(tmp.string());
     fsync_path(parent, true);
   } catch (const Error& e) {
     fs::remove_all(tmp, ec);
+    io::forget_temporary(tmp.string());
     throw IoError("cannot save model to '" + dir + "': " + e.what() + " (nothing was changed at '" +
                   dir + "')");
   }

@@ -4,7 +4,11 @@
 //   conditions = ["SameSpan-Orth", "SameSpan", "DiffSpan-Orth", "DiffSpan"]
 //   methods = ["central", "local", "imakura", "kawakami", "odc"]
 //   models = ["svm", "mlp"]
+#include <sys/stat.h>
+
 #include <toml++/toml.h>
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cctype>
@@ -237,6 +241,24 @@ std::string experiment_name_problem(const std::string& name) {
 }
 
 Config load_config(const std::string& path) {
+  // Type and size first, before opening: open() of a FIFO would block, and a directory or a
+  // device (/dev/zero) is no experiment file.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    throw InvalidInput("experiment file '" + path + "': cannot open it (" + std::strerror(errno) +
+                       ")");
+  if (!S_ISREG(st.st_mode))
+    throw InvalidInput("experiment file '" + path + "' is " +
+                       (S_ISDIR(st.st_mode)    ? "a directory"
+                        : S_ISFIFO(st.st_mode) ? "a FIFO"
+                        : S_ISCHR(st.st_mode)  ? "a character device"
+                                               : "not a regular file") +
+                       "; expected a TOML file");
+  constexpr long long kMaxConfigBytes = 1 << 20;
+  if (st.st_size > kMaxConfigBytes)
+    throw InvalidInput("experiment file '" + path + "' is " + std::to_string(st.st_size) +
+                       " bytes; an experiment file is at most " + std::to_string(kMaxConfigBytes) +
+                       " bytes");
   toml::table t;
   try {
     t = toml::parse_file(path);
@@ -260,6 +282,11 @@ Config load_config(const std::string& path) {
                        "or '-'");
   r.get("protocol", c.protocol);
   r.get("dataset", c.dataset);
+  // Never echoed back whole: a name is short.
+  if (c.dataset.size() > 128)
+    r.fail("dataset", ("a dataset name of at most 128 characters (this one has " +
+                       std::to_string(c.dataset.size()) + ")")
+                          .c_str());
   r.get("data_dir", c.data_dir);
   r.get("verify_checksums", c.verify_checksums);
   r.get("partition", c.partition);
@@ -311,7 +338,7 @@ Config load_config(const std::string& path) {
   }
   r.get_list("models", c.models);
   r.get_list("metrics", c.metrics);
-  r.integer("trials", c.trials, 1);
+  r.integer("trials", c.trials, 1, 1000000);
   r.integer("seed", c.seed, 0);
   r.get("device", c.device);
   r.integer("threads", c.threads, 0, max_threads);
@@ -441,10 +468,41 @@ Config load_config(const std::string& path) {
     r.fail("dp_target", "\"none\", \"released\" or \"raw\"");
   if (c.dp_enabled() && c.protocol != "dc")
     r.fail("dp_target", "left out (or \"none\") for a protocol other than \"dc\"");
-  // A DP parameter without DP would silently do nothing.
+  // The one rule for keys (as for the command line's options): a key the run would not use is
+  // an error, never silently ignored. `unless` says what would use it.
+  const auto refuse_unused = [&](const char* key, bool used, const std::string& unless) {
+    if (!used && t.get(key)) r.fail(key, ("left out unless " + unless).c_str());
+  };
+  const auto lists = [](const std::vector<std::string>& names, const std::string& name) {
+    for (const auto& n : names)
+      if (n.substr(0, n.find(':')) == name) return true;
+    return false;
+  };
+  const auto method = [&](const char* name) { return lists(c.methods, name); };
+  const auto model = [&](const char* name) { return lists(c.models, name); };
   for (const char* key : {"dp_epsilon", "dp_delta", "dp_row_range"})
-    if (!c.dp_enabled() && t.get(key))
-      r.fail(key, "left out unless dp_target is \"released\" or \"raw\"");
+    refuse_unused(key, c.dp_enabled(), "dp_target is \"released\" or \"raw\"");
+  refuse_unused("kawakami_form", method("kawakami"), "methods lists \"kawakami\"");
+  refuse_unused("imakura_right", method("imakura"), "methods lists \"imakura\"");
+  refuse_unused("odc_rotation", method("odc") || method("gopp"),
+                "methods lists \"odc\" or \"gopp\"");
+  refuse_unused("gopp_tolerance", method("gopp"), "methods lists \"gopp\"");
+  refuse_unused("rdp_eta", method("rdp-ls") || method("rdp-opp"),
+                "methods lists \"rdp-ls\" or \"rdp-opp\"");
+  for (const char* key : {"svm_C", "svm_gamma"})
+    refuse_unused(key, model("svm"), "models lists \"svm\"");
+  for (const char* key :
+       {"mlp_max_epochs", "mlp_hidden", "mlp_hidden_layers", "mlp_n_iter_no_change",
+        "mlp_learning_rate", "mlp_alpha", "mlp_batch_size", "mlp_early_stopping"})
+    refuse_unused(key, model("mlp") || method("fedavg"),
+                  "models lists \"mlp\" or methods lists \"fedavg\"");
+  refuse_unused("knn_k", model("knn"), "models lists \"knn\"");
+  for (const char* key : {"forest_trees", "forest_max_depth", "forest_subsample",
+                          "forest_max_features", "forest_tree_method"})
+    refuse_unused(key, model("forest"), "models lists \"forest\"");
+  for (const char* key : {"nri_delta", "nri_permute"})
+    refuse_unused(key, c.protocol == "nri-dc", "protocol = \"nri-dc\"");
+  refuse_unused("dirichlet_alpha", c.partition == "dirichlet", "partition = \"dirichlet\"");
   // The privacy measurements: known names, each once, and a threshold and the defence only
   // where "dr" gives them their ratios; protocol "dc" or "nri-dc" (vertical partitions are
   // refused in run()).

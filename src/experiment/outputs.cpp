@@ -1,8 +1,10 @@
 // The outputs of an experiment: the Markdown summary (paper 001 Table 7's layout for "dc",
 // paper 004's tables for "nri-dc") and the JSON, CSV and Markdown files.
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -624,11 +626,16 @@ void write_outputs(const Result& r, const std::string& dir) {
   io::StagedOutputs staged;
   auto write = [&staged](const std::string& path, const std::string& text) {
     const std::string tmp = staged.stage(path, "experiment output");
+    errno = 0;
     std::ofstream f(tmp);
-    if (!f) throw IoError("cannot write '" + path + "'");
+    if (!f)
+      throw IoError("cannot write '" + path + "' (" +
+                    (errno ? std::strerror(errno) : "unknown error") + ")");
     f << text;
     f.close();
-    if (!f) throw IoError("writing '" + path + "' failed");
+    if (!f)
+      throw IoError("writing '" + path + "' failed (" +
+                    (errno ? std::strerror(errno) : "unknown error") + ")");
   };
   write(base + ".json", j.dump(2) + "\n");
   std::ostringstream csv;

@@ -7,6 +7,12 @@
 // symbolic link at the destination is replaced by the new file, never followed and truncated.
 // Until commit(), nothing at any destination is touched; the destructor removes every
 // temporary that was not committed, so a run that fails leaves no trace.
+//
+// Every destination is checked when it is staged, before any work: it must be a regular file
+// (or a symbolic link, which is replaced) or not exist, must not be one of the run's inputs
+// (protect()) or lie inside an input directory (a model being read), must not be or lie inside
+// a directory output of the run (reserve_directory(), e.g. --model-out), and no two outputs may
+// be the same. A device node, a FIFO or a socket is never replaced by a file.
 #include <string>
 #include <vector>
 
@@ -19,9 +25,17 @@ class StagedOutputs {
   StagedOutputs& operator=(const StagedOutputs&) = delete;
   ~StagedOutputs();
 
-  /// Validates `path` (`what` names the option in messages: its directory must exist, it must
-  /// not be a directory, and no other output may have the same path) and returns the temporary
-  /// path to write instead. Throws InvalidInput.
+  /// Registers an input of the run (`what` names its option): no output may replace it. With
+  /// `tree`, `path` is a directory whose contents are all inputs (a model read by enroll).
+  /// Call before stage(). Throws InvalidInput when an output staged already clashes.
+  void protect(const std::string& path, const std::string& what, bool tree = false);
+
+  /// Registers a directory written by other code (--model-out): no staged output may be it or
+  /// lie inside it, nor may it be or contain an input. Throws InvalidInput.
+  void reserve_directory(const std::string& path, const std::string& what);
+
+  /// Validates `path` (`what` names the option in messages: see above) and returns the
+  /// temporary path to write instead. Throws InvalidInput.
   std::string stage(const std::string& path, const std::string& what);
 
   /// Renames every staged temporary onto its destination. Throws IoError naming the file.
@@ -30,8 +44,29 @@ class StagedOutputs {
  private:
   struct Entry {
     std::string dest, tmp, what;
+    std::string entry;  ///< the directory entry the output replaces (canonical parent + name)
+  };
+  struct Input {
+    std::string entry, resolved, what;
+    bool tree = false;
   };
   std::vector<Entry> entries_;
+  std::vector<Input> inputs_;
+  std::vector<Entry> directories_;
 };
+
+/// Throws InvalidInput unless `path` may be replaced by a new regular file: it does not exist,
+/// or it is a regular file or a symbolic link. `what` names the option.
+void check_replaceable_file(const std::string& path, const std::string& what);
+
+/// Temporaries that a signal must not leave behind: registered while being written (files, or
+/// a directory of files for a model being saved) and removed by the handlers of
+/// install_signal_cleanup(). The library registers its own temporaries; only a program installs
+/// the handlers (the dcalign command line does).
+void register_temporary(const std::string& path, bool directory = false);
+void forget_temporary(const std::string& path);
+/// On SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE and SIGXFSZ: removes every registered
+/// temporary, then dies of the same signal (the default action).
+void install_signal_cleanup();
 
 }  // namespace dcalign::io

@@ -29,10 +29,15 @@ class CliFixture : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  /// The executable under test: DCALIGN_CLI_PATH, or $DCALIGN_TEST_CLI when set (to run the
+  /// suite against another build, e.g. to check that a new test fails before its fix).
+  static std::string cli() {
+    const char* other = std::getenv("DCALIGN_TEST_CLI");
+    return other && *other ? other : DCALIGN_CLI_PATH;
+  }
   CliResult run(const std::string& args) const {
     const std::string err = path("stderr.txt");
-    const std::string cmd =
-        std::string(DCALIGN_CLI_PATH) + " " + args + " 2> " + err + " > " + path("stdout.txt");
+    const std::string cmd = cli() + " " + args + " 2> " + err + " > " + path("stdout.txt");
     const int raw = std::system(cmd.c_str());
     std::ifstream f(err);
     std::stringstream ss;

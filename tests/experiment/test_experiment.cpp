@@ -140,7 +140,8 @@ using testing::expect_config_error;
 using testing::load_toml;
 
 TEST(Experiment, IntegersThatDoNotFitTheirFieldAreRejected) {
-  const std::string d = "dataset = \"mnist\"\n";
+  // The models that use the keys below (a key for a model not in the list is refused).
+  const std::string d = "dataset = \"mnist\"\nmodels = [\"svm\", \"mlp\", \"knn\"]\n";
   // int fields: a 64-bit value must not wrap.
   expect_config_error(d + "knn_k = 4294967297\n", {"'knn_k'", "4294967297", "1 to 2147483647"});
   expect_config_error(d + "mlp_max_epochs = 2147483648\n", {"'mlp_max_epochs'", "2147483647"});
@@ -166,7 +167,7 @@ TEST(Experiment, IntegersThatDoNotFitTheirFieldAreRejected) {
 }
 
 TEST(Experiment, RealsMustBeFiniteAndInRange) {
-  const std::string d = "dataset = \"mnist\"\n";
+  const std::string d = "dataset = \"mnist\"\nmodels = [\"svm\", \"mlp\"]\n";
   for (const char* v : {"nan", "inf", "-inf"}) {
     for (const char* key :
          {"dirichlet_alpha", "dim_fraction", "mlp_learning_rate", "mlp_alpha", "svm_C"})
