@@ -35,7 +35,9 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
   // sum_i ||A_i||_F^2 = sum_i ||A_i G_i||_F^2 for orthogonal G_i.
   double anchors_sq = -1;
   auto anchor_norms = [&] {
-    if (anchors_sq < 0) anchors_sq = sum(p.inner_products(ctx.A, ctx.A));
+    if (anchors_sq < 0)
+      anchors_sq =
+          sum(ctx.anchor_energy.empty() ? p.inner_products(ctx.A, ctx.A) : ctx.anchor_energy);
     return anchors_sq;
   };
   const bool orthogonal = method == Method::odc || method == Method::gopp || method == Method::opp;
@@ -94,11 +96,17 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
 // step, RDP's gradient 0, an orthogonality error NaN). Anchors whose root-mean-square entry is
 // outside [kMinScale, kMaxScale] of the precision are refused with that advice, never
 // answered with a meaningless result.
+//
+// The check reads the anchors once (their per-user sums of squares) and hands those sums on:
+// the evaluation's sum_i ||A_i||^2 and GOPP's tracked total use them, and a finite sum proves
+// the user's entries finite, so the methods that would scan the values first skip that scan.
+// It therefore costs no pass of its own wherever one was made anyway; only ODC without the
+// evaluation makes none, and there it runs only if the method fails (check_scale_on_failure).
 template <typename T>
-void check_anchor_scale(Primitives<T>& p, StackView<const T> A) {
+std::vector<double> check_anchor_scale(Primitives<T>& p, StackView<const T> A) {
   constexpr bool single = std::is_same_v<T, float>;
   const double lo = single ? 1e-12 : 1e-100, hi = single ? 1e12 : 1e100;
-  const auto energy = p.inner_products(A, A);
+  auto energy = p.inner_products(A, A);
   const double entries = static_cast<double>(A.rows()) * static_cast<double>(A.cols());
   for (index_t k = 0; k < A.count(); ++k) {
     const double ss = energy[static_cast<size_t>(k)];
@@ -132,6 +140,7 @@ void check_anchor_scale(Primitives<T>& p, StackView<const T> A) {
       throw InvalidInput(os.str());
     }
   }
+  return energy;
 }
 
 }  // namespace
@@ -157,22 +166,20 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
     throw InvalidInput("target output must be a x l");
   timer.lap("validate");
 
-  check_anchor_scale(p, anchors);
+  // The scale check reads every anchor once; its finite sums also prove the entries finite,
+  // which the methods that begin with an SVD or QR of the anchors need (LAPACK's behaviour on
+  // NaN input is unspecified). ODC without the evaluation reads no anchor twice: it proves
+  // finiteness through its first product (procrustes_step) and checks the scale only if it
+  // fails.
+  const bool scale_first = opts.evaluate || opts.method != Method::odc;
+  std::vector<double> energy;
+  if (scale_first) energy = check_anchor_scale(p, anchors);
 
   const double tol = opts.rank_tolerance >= 0
                          ? opts.rank_tolerance
                          : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
-  core::Context<T> ctx{p, anchors, G, opts, report, timer, tol, false, Buffer<T>(), {}};
-  // ODC (and GOPP from the ODC start) prove finiteness through their first product (see
-  // procrustes_step); methods that begin with an SVD or QR of the anchors scan first, because
-  // LAPACK's behaviour on NaN input is unspecified.
-  if (opts.method == Method::imakura || opts.method == Method::kawakami ||
-      opts.method == Method::opp || opts.method == Method::rdp_ls ||
-      opts.method == Method::rdp_opp ||
-      (opts.method == Method::gopp && opts.gopp_init == GoppInit::spectral)) {
-    validate_anchor_values(p, anchors);
-    ctx.values_checked = true;
-  }
+  core::Context<T> ctx{p,   anchors,     G,           opts, report,           timer,
+                       tol, scale_first, Buffer<T>(), {},   std::move(energy)};
   // Methods with a target write it here so that evaluation can use it.
   Buffer<T> z;
   MatrixView<T> Z = target;
@@ -180,26 +187,33 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
     z = p.allocate(a * l);
     Z = MatrixView<T>(z.data(), a, l);
   }
-  switch (opts.method) {
-    case Method::odc:
-      core::run_odc(ctx, Z);
-      break;
-    case Method::imakura:
-      core::run_imakura(ctx, Z);
-      break;
-    case Method::kawakami:
-      core::run_kawakami(ctx);
-      break;
-    case Method::gopp:
-      core::run_gopp(ctx, Z);
-      break;
-    case Method::opp:
-      core::run_opp(ctx, Z);
-      break;
-    case Method::rdp_ls:
-    case Method::rdp_opp:
-      core::run_rdp(ctx, Z);
-      break;
+  try {
+    switch (opts.method) {
+      case Method::odc:
+        core::run_odc(ctx, Z);
+        break;
+      case Method::imakura:
+        core::run_imakura(ctx, Z);
+        break;
+      case Method::kawakami:
+        core::run_kawakami(ctx);
+        break;
+      case Method::gopp:
+        core::run_gopp(ctx, Z);
+        break;
+      case Method::opp:
+        core::run_opp(ctx, Z);
+        break;
+      case Method::rdp_ls:
+      case Method::rdp_opp:
+        core::run_rdp(ctx, Z);
+        break;
+    }
+  } catch (const Error&) {
+    // Anchors far from scale 1 make ODC's products underflow (a rank error) or overflow: say
+    // what the cause is, when it is the scale.
+    if (!scale_first) check_anchor_scale(p, anchors);
+    throw;
   }
   if (!p.all_finite(G.data(), G.size()))
     throw NumericalError(report.method +

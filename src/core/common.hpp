@@ -47,6 +47,9 @@ struct Context {
   Buffer<T> products;
   /// float32: users recomputed in float64 so far (1 = promoted; empty until the first one).
   std::vector<char> promoted;
+  /// ||A_i||_F^2 per user when the scale check (src/core/align.cpp) has read them, else empty;
+  /// the evaluation and GOPP's tracked objective use them instead of another pass.
+  std::vector<double> anchor_energy;
   index_t users() const { return A.count(); }
   index_t rows() const { return A.rows(); }
   index_t dim() const { return A.cols(); }

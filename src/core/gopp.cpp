@@ -49,7 +49,12 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
   }
   ctx.timer.lap("init");
 
-  const double total = p.sum_squares(ctx.A.data(), ctx.A.size());
+  // sum_i ||A_i||^2, from the scale check when it read them (src/core/align.cpp).
+  double total = 0;
+  if (ctx.anchor_energy.empty())
+    total = p.sum_squares(ctx.A.data(), ctx.A.size());
+  else
+    for (double e : ctx.anchor_energy) total += e;
   const GoppStop stop = GoppStop::make<T>(ctx.opts, total, l);
   double min_ratio = 1.0;
   ctx.report.converged = false;

@@ -264,7 +264,8 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
                    ctx.rank_tolerance,
                    ctx.values_checked,
                    Buffer<T>(),
-                   {}};
+                   {},
+                   ctx.anchor_energy};
     if (o.method == Method::rdp_ls)
       run_imakura(sub, target);
     else

@@ -475,7 +475,8 @@ Partial run_gopp(Shard<T>& sh, MatrixView<T> Z) {
   const StackView<const T> Dblocks(step.data(), sh.A.count(), l, l, n, l);
   AlignReport local_report;
   core::Context<T> ctx{
-      p, sh.A, sh.G, sh.opts, local_report, sh.timer, sh.rank_tolerance, checked, Buffer<T>(), {}};
+      p,       sh.A,        sh.G, sh.opts, local_report, sh.timer, sh.rank_tolerance,
+      checked, Buffer<T>(), {},   {}};
   Partial part;
   sh.report.converged = false;
   sh.report.stop_reason = core::kStopCap;
