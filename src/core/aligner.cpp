@@ -176,6 +176,17 @@ BatchEnrolment<T> enroll_impl(const Aligner<T>& model, StackView<const T> A_new,
     // then one batched polar factor with the fit's polar method and rank fallback.
     Buffer<T> m = p.allocate(k * l * l);
     p.gemm(Op::trans, Op::none, T(1), A.concatenated(), Z, T(0), MatrixView<T>(m.data(), k * l, l));
+    // Finite entries (checked above) whose products, or their squares, overflow: the norms
+    // ||M_u||_F^2 (double sums) say which user, O(k l^2).
+    const StackView<const T> Ms(m.data(), k, l, l, k * l, l);
+    const std::vector<double> norms = p.inner_products(Ms, Ms);
+    index_t u = 0;
+    while (u < k && std::isfinite(norms[static_cast<size_t>(u)])) ++u;
+    if (u < k) {
+      throw NumericalError("enroll: " + who(u) +
+                           ": A_new^T Z overflowed to Inf although every entry is finite; "
+                           "rescale A_new by one power of two (its G_new does not change)");
+    }
     PolarOptions po;
     po.method = model.options().polar;
     po.fallback_ratio = tol;

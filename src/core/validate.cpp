@@ -151,12 +151,8 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
   if (!ctx.values_checked) {
     // Any NaN or Inf in the anchors reaches the product (IEEE: NaN*x = NaN, Inf*0 = NaN), so a
     // finite product proves finite anchors at O(c l^2) cost instead of a pass over all c*a*l.
-    if (!ctx.p.all_finite(scratch, c * l * l) || !ctx.p.all_finite(Z.data(), Z.rows() * Z.cols())) {
+    if (!ctx.p.all_finite(scratch, c * l * l) || !ctx.p.all_finite(Z.data(), Z.rows() * Z.cols()))
       validate_anchor_values(ctx.p, ctx.A);
-      throw NumericalError(
-          "A_i^T Z overflowed to Inf although every anchor entry is finite; "
-          "rescale the anchors");
-    }
     ctx.values_checked = true;
   }
   return polar_of_products(ctx, scratch);
@@ -165,6 +161,20 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
 template <typename T>
 PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products) {
   const index_t l = ctx.dim(), c = ctx.users();
+  // Finite anchors whose products overflow, or whose products' squares do (GOPP's K Gv / c
+  // too): name the user and the cure instead of the polar factor's "matrix k contains NaN or
+  // Inf". ||M_i||_F^2 summed in double is infinite or NaN exactly then; O(c l^2), next to the
+  // product's O(a c l^2).
+  const StackView<const T> M(products, c, l, l, c * l, l);
+  const std::vector<double> norms = ctx.p.inner_products(M, M);
+  index_t user = 0;
+  while (user < c && std::isfinite(norms[static_cast<size_t>(user)])) ++user;
+  if (user < c) {
+    throw NumericalError("user " + std::to_string(user) +
+                         ": A_i^T Z overflowed to Inf although every anchor entry is finite; "
+                         "rescale the anchors (every method is scale invariant: multiply all "
+                         "A_i by one power of two to bring them near 1)");
+  }
   PolarOptions po;
   po.method = ctx.opts.polar;
   po.fallback_ratio = ctx.rank_tolerance;  // rank decisions on doubtful users use exact SVDs

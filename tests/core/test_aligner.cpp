@@ -442,6 +442,26 @@ TEST(EnrolmentInput, RankDeficientNewUser) {
   }
 }
 
+// Finite entries whose product with the target overflows: the user and the cure are named
+// (it was the polar factor's "matrix 0 contains NaN or Inf", issue 28 class 7).
+TEST(EnrolmentInput, OverflowNamesTheUserAndTheCure) {
+  for (Method m : {Method::odc, Method::gopp}) {
+    auto f = fitted(m);
+    auto batch = users(f.all, 3, 2);
+    for (index_t i = 0; i < 30; ++i)
+      for (index_t j = 0; j < 4; ++j) batch(1, i, j) *= 1e306;
+    try {
+      f.aligner.enroll(batch);
+      ADD_FAILURE() << "an overflowing enrolment succeeded";
+    } catch (const NumericalError& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("new user 1"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("overflowed"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("rescale"), std::string::npos) << msg;
+    }
+  }
+}
+
 TEST(EnrolmentInput, UnfittedAligner) {
   Aligner<double> a;
   EXPECT_FALSE(a.fitted());
@@ -492,7 +512,7 @@ TEST_F(BadModel, MissingOrNotADirectory) {
   spit(tmp_.path("file"), "x");
   expect_io([&] { Aligner<double>::load(tmp_.path("file")); }, {"file", "not a directory"});
   fs::remove(dir_ + "/model.json");
-  expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "cannot open"});
+  expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "does not exist"});
 }
 
 TEST_F(BadModel, TruncatedJson) {
@@ -549,6 +569,9 @@ TEST_F(BadModel, AnotherMethodOrFormatVersion) {
   // An alignment report is JSON with a "method" but not a model.
   spit(dir_ + "/model.json", f_.aligner.enroll(f_.all.matrix(3)).report.to_json());
   expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "not a dcalign model"});
+  // save replaces only a dcalign model (issue 28 class 1): that directory is none any more.
+  expect_io([&] { f_.aligner.save(dir_); }, {"not a dcalign model directory"});
+  fs::remove_all(dir_);
   f_.aligner.save(dir_);
   edit_json(dir_, [](nlohmann::json& j) { j["extra"] = 1; });
   expect_io([&] { Aligner<double>::load(dir_); }, {"unexpected key 'extra'"});
@@ -564,7 +587,8 @@ TEST_F(BadModel, SaveRefusesToReplaceWhatIsNotAModel) {
             {"precious.txt", "not a dcalign model directory"});
   EXPECT_EQ(slurp(tmp_.path("precious.txt")), "keep me");
   fs::create_directory(tmp_.path("somedir"));
-  expect_io([&] { f_.aligner.save(tmp_.path("somedir")); }, {"somedir", "refusing"});
+  expect_io([&] { f_.aligner.save(tmp_.path("somedir")); },
+            {"somedir", "not a dcalign model directory"});
   expect_io([&] { f_.aligner.save(tmp_.path("no/such/parent/model")); },
             {"does not exist", "no/such/parent"});
   EXPECT_EQ(tmp_.entries(), (std::vector<std::string>{"model", "precious.txt", "somedir"}));
