@@ -66,7 +66,8 @@ struct Config {
   std::string source;    ///< the TOML file it was read from (for the record)
   std::string dataset;   ///< a name from data::dataset_names()
   std::string data_dir;  ///< empty: $DCALIGN_DATA, else the compiled default
-  bool verify_checksums = false;
+  /// Check every dataset file against the official file's SHA-256 (data::LoadOptions).
+  bool verify_checksums = true;
   /// Rows: iid | label-skew | dirichlet. Vertical partitions (paper 001 Table 8; the rows are
   /// iid): the features are split into two complementary blocks of whole attributes
   /// (data::attribute_blocks: the first half of the attributes in column order, and the rest)

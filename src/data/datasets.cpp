@@ -609,14 +609,14 @@ TrainTest load_dataset(const std::string& name, const LoadOptions& opts) {
     throw InvalidInput("load_dataset: heart_ca_categorical applies to 'heart-disease' only, not '" +
                        name + "'");
   const std::string dir = resolve_data_dir(opts.data_dir);
-  if (opts.verify_checksums) verify_checksums(dir, files);
+  if (opts.verify_checksums) verify_official_checksums(dir, files);
   return load_by_name(name, dir, opts);
 }
 
 SampleCounts sample_counts(const std::string& name, const LoadOptions& opts) {
   const auto files = dataset_files(name);
   const std::string dir = resolve_data_dir(opts.data_dir);
-  if (opts.verify_checksums) verify_checksums(dir, files);
+  if (opts.verify_checksums) verify_official_checksums(dir, files);
   if (name == "mnist" || name == "fashion-mnist") {
     index_t counts[4];
     for (size_t f = 0; f < 4; ++f) counts[f] = read_idx_dims(dir + "/" + files[f])[0];

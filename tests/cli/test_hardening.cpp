@@ -16,7 +16,9 @@
 #include <iterator>
 #include <string>
 #include <thread>
+
 #include <vector>
+#include "dataset_guard.hpp"
 
 #include "cli/cli_fixture.hpp"
 #include "dcalign/npy.hpp"
@@ -557,6 +559,44 @@ TEST_F(Hardening, ExperimentChecksItsOutputDirectoryFirst) {
   r = run("experiment " + path("e.toml") + " --out " + path("res"));
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_NE(r.err.find("is a FIFO"), std::string::npos) << r.err;
+#endif
+}
+
+// Class 8: a dataset file is checked against the official file's SHA-256 by default. A Pima
+// CSV with one digit changed (still well-formed) is refused, naming the file and both digests;
+// verify_checksums = false reads it as it is.
+TEST_F(Hardening, DatasetsAreVerifiedByDefault) {
+#ifndef DCALIGN_CLI_HAS_EXPERIMENT
+  GTEST_SKIP() << "built without the experiment layer";
+#else
+  const char* env = std::getenv("DCALIGN_DATA");
+  const fs::path official = fs::path(env && *env ? env : DCALIGN_SHARED_DATASETS) /
+                            "pima-diabetes" / "pima-indians-diabetes.csv";
+  DCALIGN_REQUIRE_DATASET(!fs::exists(official), "Pima diabetes not found at " << official);
+  std::ifstream in(official, std::ios::binary);
+  std::string csv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t pos = csv.find("148");
+  ASSERT_NE(pos, std::string::npos);
+  csv[pos] = '2';
+  fs::create_directories(dir_ / "data" / "pima-diabetes");
+  write_text("data/pima-diabetes/pima-indians-diabetes.csv", csv);
+  const std::string body =
+      "name = \"p\"\ndataset = \"pima-diabetes\"\nusers = 2\nsamples_per_user = 50\n"
+      "test_samples = 50\nanchor_rows = 40\ndim = 4\nmethods = [\"odc\"]\n"
+      "models = [\"knn\"]\nconditions = [\"SameSpan-Orth\"]\n";
+  write_text("p.toml", body);
+  auto r = run("experiment " + path("p.toml") + " --check --data-dir " + path("data"));
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("checksum mismatch for '" + path("data") +
+                       "/pima-diabetes/pima-indians-diabetes.csv'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("6bfe5d0f379d17a0e0819b996407e3c09bf80febd4287f2ed212190dfff154af"),
+            std::string::npos)
+      << r.err;
+  write_text("p.toml", body + "verify_checksums = false\n");
+  r = run("experiment " + path("p.toml") + " --check --data-dir " + path("data"));
+  EXPECT_EQ(r.status, 0) << r.err;
 #endif
 }
 

@@ -315,11 +315,11 @@ TEST(Datasets, ChecksumFailsOnModifiedCopy) {
       if (line.find(rel) != std::string::npos) sums += line + "\n";
   }
   ASSERT_FALSE(sums.empty());
-  write_bytes(dir.file("SHA256SUMS"), sums);
+  write_bytes(dir.file("SHA256SUMS"), sums);  // not needed: the digests are dcalign's own
   LoadOptions o;
   o.data_dir = dir.str();
-  o.verify_checksums = true;
   o.standardize = false;
+  EXPECT_TRUE(o.verify_checksums) << "verified by default";
   EXPECT_EQ(load_dataset("pima-diabetes", o).train.samples(), 768);
   // One digit changed: still a well-formed file, which only the checksum can tell apart.
   const size_t pos = csv.find("148");
@@ -380,6 +380,7 @@ TEST(Datasets, SyntheticMnistLoadsScaledAndChecksCounts) {
   }
   LoadOptions o;
   o.data_dir = dir.str();
+  o.verify_checksums = false;  // files written here, not the official ones
   const TrainTest tt = load_dataset("mnist", o);
   ASSERT_EQ(tt.train.samples(), 3);
   EXPECT_EQ(tt.test.samples(), 3);
@@ -411,6 +412,7 @@ TEST(Datasets, MalformedTabularFilesNameFileAndLine) {
   TempDir dir;
   LoadOptions o;
   o.data_dir = dir.str();
+  o.verify_checksums = false;  // files written here, not the official ones
   const std::string pima = dir.file("pima-diabetes/pima-indians-diabetes.csv");
   write_bytes(pima,
               "6,148,72,35,0,33.6,0.627,50,1\n1,85,66,29,0,26.6,0.351,31,0\n"
@@ -463,6 +465,7 @@ TEST(Datasets, EnvironmentVariableSelectsDataDirectory) {
   ::setenv("DCALIGN_DATA", dir.str().c_str(), 1);
   LoadOptions o;
   o.standardize = false;
+  o.verify_checksums = false;  // rows written here, not the official file
   const TrainTest tt = load_dataset("heart-disease", o);
   ::unsetenv("DCALIGN_DATA");
   ASSERT_EQ(tt.train.samples(), 2);  // the row with '?' is dropped
@@ -630,6 +633,7 @@ TEST(Datasets, HeartDropFirstOnAWrittenFile) {
               "41.0,0.0,1.0,130.0,204.0,0.0,0.0,172.0,0.0,1.4,1.0,0.0,3.0,0\n");
   LoadOptions o;
   o.data_dir = dir.str();
+  o.verify_checksums = false;  // files written here, not the official ones
   o.standardize = false;
   o.onehot = OneHotCoding::drop_first;
   o.heart_ca_categorical = true;

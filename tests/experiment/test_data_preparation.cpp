@@ -49,7 +49,7 @@ std::string heart_toml(const TempDir& dir, const std::string& extra,
                        const std::string& layout = kSmallLayout) {
   return "name = \"prep\"\nprotocol = \"nri-dc\"\ndataset = \"heart-disease\"\n"
          "data_dir = \"" +
-         dir.str() + "\"\n" + layout +
+         dir.str() + "\"\nverify_checksums = false\n" + layout +
          "anchor_rows = 50\nanchor = \"normal\"\nmethods = [\"central\", \"imakura\"]\n"
          "models = [\"logreg\"]\nmetrics = [\"accuracy\"]\ntrials = 1\nseed = 1\n" +
          extra;
