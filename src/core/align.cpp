@@ -94,14 +94,14 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
 // alone and divides Imakura-DC's, Kawakami-DC's and RDP-LS's by s), but the arithmetic is not:
 // squares of anchors far from 1 underflow or overflow (GOPP's objective becomes 0 after one
 // step, RDP's gradient 0, an orthogonality error NaN). Anchors whose root-mean-square entry is
-// outside [kMinScale, kMaxScale] of the precision are refused with that advice, never
-// answered with a meaningless result.
+// outside [lo, hi] of the precision (below) are refused with that advice, never answered with
+// a meaningless result.
 //
 // The check reads the anchors once (their per-user sums of squares) and hands those sums on:
 // the evaluation's sum_i ||A_i||^2 and GOPP's tracked total use them, and a finite sum proves
 // the user's entries finite, so the methods that would scan the values first skip that scan.
 // It therefore costs no pass of its own wherever one was made anyway; only ODC without the
-// evaluation makes none, and there it runs only if the method fails (check_scale_on_failure).
+// evaluation makes none, and there it runs only if the method fails (align_resident).
 template <typename T>
 std::vector<double> check_anchor_scale(Primitives<T>& p, StackView<const T> A) {
   constexpr bool single = std::is_same_v<T, float>;

@@ -25,6 +25,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/common.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/polar.hpp"
 #include "io/staged_outputs.hpp"
@@ -179,10 +180,7 @@ BatchEnrolment<T> enroll_impl(const Aligner<T>& model, StackView<const T> A_new,
     // Finite entries (checked above) whose products, or their squares, overflow: the norms
     // ||M_u||_F^2 (double sums) say which user, O(k l^2).
     const StackView<const T> Ms(m.data(), k, l, l, k * l, l);
-    const std::vector<double> norms = p.inner_products(Ms, Ms);
-    index_t u = 0;
-    while (u < k && std::isfinite(norms[static_cast<size_t>(u)])) ++u;
-    if (u < k) {
+    if (const index_t u = core::first_overflowing(p, Ms); u < k) {
       throw NumericalError("enroll: " + who(u) +
                            ": A_new^T Z overflowed to Inf although every entry is finite; "
                            "rescale A_new by one power of two (its G_new does not change)");
@@ -191,8 +189,7 @@ BatchEnrolment<T> enroll_impl(const Aligner<T>& model, StackView<const T> A_new,
     po.method = model.options().polar;
     po.fallback_ratio = tol;
     po.measure_orthogonality = false;  // measured below for the report
-    const PolarInfo<T> info =
-        polar_factor(p, StackView<const T>(m.data(), k, l, l, k * l, l), false, G, po);
+    const PolarInfo<T> info = polar_factor(p, Ms, false, G, po);
     for (index_t u = 0; u < k; ++u)
       ratio[u] = info.sigma_max[u] > 0 ? info.sigma_min[u] / info.sigma_max[u] : T(0);
     factorised = "A_new^T Z";

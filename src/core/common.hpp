@@ -70,6 +70,16 @@ Matrix<double> target_rotation(const AlignOptions& opts, index_t l);
 /// Unif[0,1) entries from the seed, or the supplied matrix (checked).
 Matrix<double> right_factor(const AlignOptions& opts, index_t l);
 
+/// The matrices `which` of a stack (any layout, backend memory), copied into new contiguous
+/// backend memory: which.size() x (rows x cols).
+template <typename T>
+Buffer<T> gather(Primitives<T>& p, StackView<const T> M, const std::vector<index_t>& which);
+
+/// The first matrix whose ||M_k||_F^2, summed in double, is not finite (an entry, or the
+/// squares of finite entries, overflowed), or M.count() when there is none. O(count r c).
+template <typename T>
+index_t first_overflowing(Primitives<T>& p, StackView<const T> M);
+
 /// Throws InvalidInput naming the first user whose ratio is at or below the tolerance.
 template <typename T>
 void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what);

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "core/common.hpp"
 #include "core/polar_scalar.hpp"
 #include "core/promote.hpp"
 
@@ -97,9 +98,9 @@ void newton_schulz(Primitives<T>& p, StackView<T> X, StackView<T> Y, StackView<T
   }
 }
 
+// G_k from one SVD per matrix; the caller measures the orthogonality (after any promotion).
 template <typename T>
-PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G,
-                      const PolarOptions& opts) {
+PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, StackView<T> G) {
   PolarInfo<T> info = p.polar_batched(M, transposed, G);
   info.used_svd = true;
   if constexpr (std::is_same_v<T, float>) {
@@ -117,8 +118,14 @@ PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, S
       newton_schulz(p, X, Y, G, 1);
     }
   }
-  measure(p, G, info, opts);
   return info;
+}
+
+// The ratio sigma_min / sigma_max at or below which a matrix's rank is doubtful in T.
+template <typename T>
+double rank_limit(const PolarOptions& opts, index_t l) {
+  return opts.fallback_ratio >= 0 ? opts.fallback_ratio
+                                  : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
 }
 
 // float32 matrices whose sigma_min / sigma_max is at or below `limit`: recomputed in float64
@@ -141,9 +148,7 @@ void promote_doubtful(Primitives<T>& p, StackView<const T> M, bool transposed, S
     const Buffer<double> m64 = core::widen(p, M, which);
     Buffer<double> g64 = q.allocate(n * l * l);
     PolarOptions o = opts;
-    o.fallback_ratio = opts.fallback_ratio >= 0
-                           ? opts.fallback_ratio
-                           : static_cast<double>(l) * std::numeric_limits<double>::epsilon();
+    o.fallback_ratio = rank_limit<double>(opts, l);
     o.measure_orthogonality = false;
     o.promote = false;
     const PolarInfo<double> wide =
@@ -158,13 +163,6 @@ void promote_doubtful(Primitives<T>& p, StackView<const T> M, bool transposed, S
   } else {
     (void)p, (void)M, (void)transposed, (void)G, (void)limit, (void)info, (void)opts;
   }
-}
-
-// The ratio sigma_min / sigma_max at or below which a matrix's rank is doubtful in T.
-template <typename T>
-double rank_limit(const PolarOptions& opts, index_t l) {
-  return opts.fallback_ratio >= 0 ? opts.fallback_ratio
-                                  : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
 }
 
 }  // namespace
@@ -186,12 +184,10 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     Buffer<T> sb = p.allocate(c * polar::kStateSize);
     p.polar_start(M, transposed, G, sb.data());
     read_state(p, sb, c);
-    PolarInfo<T> info = svd_path(p, M, transposed, G, opts);
+    PolarInfo<T> info = svd_path(p, M, transposed, G);
     info.svd_matrices = static_cast<int>(c);
-    if (opts.promote) {
-      promote_doubtful(p, M, transposed, G, rank_limit<T>(opts, l), info, opts);
-      if (info.promoted > 0) measure(p, G, info, opts);
-    }
+    promote_doubtful(p, M, transposed, G, rank_limit<T>(opts, l), info, opts);
+    measure(p, G, info, opts);
     return info;
   }
 
@@ -228,13 +224,11 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   if (2 * doubtful.size() > static_cast<size_t>(c)) {
     // Mostly doubtful ranks, zero pivots or no convergence: the SVD path for the whole batch,
     // exact singular values for the caller's rank decision (and its G, which is the answer).
-    PolarInfo<T> exact = svd_path(p, M, transposed, G, opts);
+    PolarInfo<T> exact = svd_path(p, M, transposed, G);
     exact.max_iterations = most;
     exact.svd_matrices = static_cast<int>(c);
-    if (opts.promote) {
-      promote_doubtful(p, M, transposed, G, fallback, exact, opts);
-      if (exact.promoted > 0) measure(p, G, exact, opts);
-    }
+    promote_doubtful(p, M, transposed, G, fallback, exact, opts);
+    measure(p, G, exact, opts);
     return exact;
   }
   // Newton-Schulz steps, as many as the worst matrix needs (its error bound when the Newton
@@ -249,14 +243,10 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     // layout of M), factored with exact singular values, their G_k written over the iteration's.
     // A batch of 10^4 users with one doubtful user no longer pays 10^4 SVDs.
     const index_t n = static_cast<index_t>(doubtful.size()), per = l * l;
-    Buffer<T> mb = p.allocate(n * per), gb = p.allocate(n * per);
-    for (index_t i = 0; i < n; ++i)
-      p.vstack(StackView<const T>(M[doubtful[i]].data(), 1, l, l, M.ld(), per),
-               MatrixView<T>(mb.data() + i * per, l, l));
-    PolarOptions sub = opts;
-    sub.measure_orthogonality = false;
+    const Buffer<T> mb = core::gather(p, M, doubtful);
+    Buffer<T> gb = p.allocate(n * per);
     const PolarInfo<T> exact = svd_path(p, StackView<const T>(mb.data(), n, l, l), transposed,
-                                        StackView<T>(gb.data(), n, l, l), sub);
+                                        StackView<T>(gb.data(), n, l, l));
     for (index_t i = 0; i < n; ++i) {
       p.copy(gb.data() + i * per, G[doubtful[i]].data(), per);
       info.sigma_min[doubtful[i]] = exact.sigma_min[i];
@@ -264,7 +254,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     }
     info.used_svd = true;
     info.svd_matrices = static_cast<int>(n);
-    if (opts.promote) promote_doubtful(p, M, transposed, G, fallback, info, opts);
+    promote_doubtful(p, M, transposed, G, fallback, info, opts);
   }
   measure(p, G, info, opts);
   return info;

@@ -22,11 +22,8 @@ namespace dcalign::core {
 Buffer<double> widen(Primitives<float>& p, StackView<const float> M,
                      const std::vector<index_t>& which) {
   Primitives<double>& q = *p.float64();
-  const index_t r = M.rows(), k = M.cols(), per = r * k, n = static_cast<index_t>(which.size());
-  Buffer<float> packed = p.allocate(n * per);
-  for (index_t i = 0; i < n; ++i)
-    p.vstack(StackView<const float>(M[which[i]].data(), 1, r, k, M.ld(), per),
-             MatrixView<float>(packed.data() + i * per, r, k));
+  const index_t n = static_cast<index_t>(which.size()), per = M.rows() * M.cols();
+  const Buffer<float> packed = gather(p, M, which);
   std::vector<float> host(static_cast<size_t>(n * per));
   p.to_host(packed.data(), host.data(), n * per);
   const std::vector<double> wide(host.begin(), host.end());

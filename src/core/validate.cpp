@@ -119,6 +119,24 @@ Matrix<double> right_factor(const AlignOptions& opts, index_t l) {
 }
 
 template <typename T>
+Buffer<T> gather(Primitives<T>& p, StackView<const T> M, const std::vector<index_t>& which) {
+  const index_t r = M.rows(), k = M.cols(), per = r * k, n = static_cast<index_t>(which.size());
+  Buffer<T> packed = p.allocate(n * per);
+  for (index_t i = 0; i < n; ++i)
+    p.vstack(StackView<const T>(M[which[i]].data(), 1, r, k, M.ld(), per),
+             MatrixView<T>(packed.data() + i * per, r, k));
+  return packed;
+}
+
+template <typename T>
+index_t first_overflowing(Primitives<T>& p, StackView<const T> M) {
+  const std::vector<double> norms = p.inner_products(M, M);
+  index_t k = 0;
+  while (k < M.count() && std::isfinite(norms[static_cast<size_t>(k)])) ++k;
+  return k;
+}
+
+template <typename T>
 void check_rank(const std::vector<T>& ratio, double tolerance, const std::string& what) {
   for (size_t k = 0; k < ratio.size(); ++k)
     if (!(static_cast<double>(ratio[k]) > tolerance)) {
@@ -166,10 +184,7 @@ PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products) {
   // Inf". ||M_i||_F^2 summed in double is infinite or NaN exactly then; O(c l^2), next to the
   // product's O(a c l^2).
   const StackView<const T> M(products, c, l, l, c * l, l);
-  const std::vector<double> norms = ctx.p.inner_products(M, M);
-  index_t user = 0;
-  while (user < c && std::isfinite(norms[static_cast<size_t>(user)])) ++user;
-  if (user < c) {
+  if (const index_t user = first_overflowing(ctx.p, M); user < c) {
     throw NumericalError("user " + std::to_string(user) +
                          ": A_i^T Z overflowed to Inf although every anchor entry is finite; "
                          "rescale the anchors (every method is scale invariant: multiply all "
@@ -180,14 +195,16 @@ PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products) {
   po.fallback_ratio = ctx.rank_tolerance;  // rank decisions on doubtful users use exact SVDs
   po.measure_orthogonality = false;        // the report's evaluation measures it
   po.promote = false;  // float32: decide_ranks recomputes M_i itself, from A_i and Z
-  return polar_factor(ctx.p, StackView<const T>(products, c, l, l, c * l, l), false, ctx.G, po);
+  return polar_factor(ctx.p, M, false, ctx.G, po);
 }
 
-#define DCALIGN_INSTANTIATE_COMMON(T)                                               \
-  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);              \
-  template void check_rank<T>(const std::vector<T>&, double, const std::string&);   \
-  template void spectral_basis<T>(Context<T>&, MatrixView<T>, MatrixView<const T>); \
-  template PolarInfo<T> procrustes_step<T>(Context<T>&, MatrixView<const T>, T*);   \
+#define DCALIGN_INSTANTIATE_COMMON(T)                                                            \
+  template Buffer<T> upload<T>(Primitives<T>&, const Matrix<double>&);                           \
+  template Buffer<T> gather<T>(Primitives<T>&, StackView<const T>, const std::vector<index_t>&); \
+  template index_t first_overflowing<T>(Primitives<T>&, StackView<const T>);                     \
+  template void check_rank<T>(const std::vector<T>&, double, const std::string&);                \
+  template void spectral_basis<T>(Context<T>&, MatrixView<T>, MatrixView<const T>);              \
+  template PolarInfo<T> procrustes_step<T>(Context<T>&, MatrixView<const T>, T*);                \
   template PolarInfo<T> polar_of_products<T>(Context<T>&, const T*);
 DCALIGN_INSTANTIATE_COMMON(float)
 DCALIGN_INSTANTIATE_COMMON(double)

@@ -10,11 +10,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 
 #include "dcalign/aligner.hpp"
 #include "dcalign/error.hpp"
+#include "fuzz_util.hpp"
 
 namespace {
 
@@ -30,16 +30,6 @@ void check(bool ok, const char* what) {
 fs::path scratch(const char* stem) {
   return fs::temp_directory_path() /
          ("dcalign-fuzz-model-" + std::to_string(::getpid()) + "-" + stem);
-}
-
-void write(const fs::path& path, const std::uint8_t* data, std::size_t size) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "fuzz_model: cannot write %s\n", path.c_str());
-    std::abort();
-  }
 }
 
 template <typename T>
@@ -67,8 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fs::create_directories(dir);
   const std::size_t rest = size >= 2 ? size - 2 : 0;
   const std::size_t n = size >= 2 ? (std::size_t(data[0]) << 8 | data[1]) % (rest + 1) : 0;
-  write(dir / "model.json", data + (size >= 2 ? 2 : size), n);
-  write(dir / "target.npy", data + (size >= 2 ? 2 : size) + n, rest - n);
+  dcalign::fuzz::ScratchFile::write_file((dir / "model.json").string(),
+                                         data + (size >= 2 ? 2 : size), n);
+  dcalign::fuzz::ScratchFile::write_file((dir / "target.npy").string(),
+                                         data + (size >= 2 ? 2 : size) + n, rest - n);
   // Both precisions: a model saved in the other one is an error naming it.
   for (int precision = 0; precision < 2; ++precision) {
     try {

@@ -34,14 +34,18 @@ class ScratchFile {
   /// Replaces the file's content; aborts when the file cannot be written (an environment
   /// problem, not a finding in the code under test).
   const std::string& write(const std::uint8_t* data, std::size_t size) {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    write_file(path_, data, size);
+    return path_;
+  }
+  /// Replaces the content of `path`; aborts when it cannot be written.
+  static void write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
     out.close();
     if (!out) {
-      std::fprintf(stderr, "fuzz: cannot write scratch file %s\n", path_.c_str());
+      std::fprintf(stderr, "fuzz: cannot write scratch file %s\n", path.c_str());
       std::abort();
     }
-    return path_;
   }
   const std::string& path() const { return path_; }
 
