@@ -419,6 +419,9 @@ Json read_model_json(const std::string& dir, const std::string& file) {
     j = Json::parse(text, strict);
   } catch (const Json::parse_error& e) {
     in.fail(std::string("not valid JSON (truncated or corrupt?): ") + e.what());
+  } catch (const Json::exception& e) {
+    // The parser also throws out_of_range, e.g. for a number beyond double's range (1e999).
+    in.fail(std::string("has a value JSON cannot hold: ") + e.what());
   }
   if (!duplicate.empty())
     in.fail("has the key '" + duplicate + "' twice in one object (a model has each key once)");

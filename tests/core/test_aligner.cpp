@@ -523,6 +523,19 @@ TEST_F(BadModel, TruncatedJson) {
   expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "not valid JSON"});
 }
 
+// Found by fuzz_model: the JSON parser reports a number beyond double's range as out_of_range,
+// not as parse_error; it must still reach the user as this file's error, not terminate.
+TEST_F(BadModel, NumberBeyondDoubleRange) {
+  std::string text = slurp(dir_ + "/model.json");
+  const auto at = text.find("\"anchor_rows\"");
+  ASSERT_NE(at, std::string::npos);
+  const auto colon = text.find(':', at);
+  const auto end = text.find_first_of(",}", colon);
+  text.replace(colon + 1, end - colon - 1, " 1e999");
+  spit(dir_ + "/model.json", text);
+  expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "JSON cannot hold"});
+}
+
 TEST_F(BadModel, TruncatedOrCorruptTarget) {
   const std::string bytes = slurp(dir_ + "/target.npy");
   spit(dir_ + "/target.npy", bytes.substr(0, bytes.size() - 40));
