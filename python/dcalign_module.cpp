@@ -484,6 +484,18 @@ PYBIND11_MODULE(_core, m) {
   m.def("_model_precision", [](const std::string& dir) { return read_model_info(dir).precision; });
   m.def("_throw_for_test", &throw_for_test);
   m.def("cuda_available", []() { return cuda_available(); });
+  // The host BLAS as it runs in this process (its kernel set is chosen when the module loads).
+  m.def("blas_info", []() {
+    const BlasInfo b = blas_info();
+    py::dict d;
+    d["library"] = b.library;
+    d["kernels"] = b.kernels;
+    d["chosen_by"] = b.chosen_by;
+    d["reason"] = b.reason;
+    d["cpu"] = b.cpu;
+    d["threads"] = b.threads;
+    return d;
+  });
   bind_aligner<double>(m, "_AlignerF64");
   bind_aligner<float>(m, "_AlignerF32");
 }

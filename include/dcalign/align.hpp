@@ -137,6 +137,8 @@ struct AlignReport {
   /// RDP: ||grad f||_F at the result (NaN, JSON null, for the other methods).
   double gradient_norm = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> objective_history;  ///< GOPP, RDP: objective after each iteration
+  /// The host BLAS that ran (library, kernel set and who chose it; see blas_info()).
+  BlasInfo blas;
   std::vector<std::pair<std::string, double>> seconds;  ///< phase -> seconds, in order
   double total_seconds = 0.0;
   bool evaluated = false;

@@ -272,4 +272,23 @@ std::shared_ptr<Backend> make_backend(Device device, const BackendOptions& opts 
 /// Whether make_backend(Device::cuda) can succeed here; `why` receives the reason if not.
 bool cuda_available(std::string* why = nullptr);
 
+/// The host BLAS as it runs in this process. OpenBLAS picks its kernels when it loads; where it
+/// picked a set below what the CPU supports (a CPU newer than the library), dcalign loads the
+/// right set while it is itself loaded, before its first BLAS call, unless the user chose:
+/// OPENBLAS_CORETYPE always wins, and DCALIGN_BLAS_KERNELS=library keeps the library's choice.
+struct BlasInfo {
+  std::string library;    ///< e.g. "OpenBLAS 0.3.21"
+  std::string kernels;    ///< the kernel set in use, e.g. "SkylakeX"
+  std::string chosen_by;  ///< "OpenBLAS", "dcalign", "OPENBLAS_CORETYPE" or
+                          ///< "DCALIGN_BLAS_KERNELS=library"
+  std::string reason;     ///< one sentence: why this set
+  std::string cpu;        ///< the CPU's vector level, e.g. "AVX-512"
+  int threads = 1;        ///< the library's thread count
+};
+BlasInfo blas_info();
+
+/// Several lines for `--version`: dcalign's version, the BLAS and its kernels, the CPU
+/// kernels' instruction set and whether a CUDA backend can start here (and why not).
+std::string runtime_summary();
+
 }  // namespace dcalign

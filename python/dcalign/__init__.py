@@ -28,10 +28,11 @@ from typing import Any, Dict, Optional, Tuple, Union
 import numpy as np
 
 from . import _core
-from ._core import NumericalError, cuda_available
+from ._core import NumericalError, blas_info, cuda_available
 
 __all__ = [
     "align",
+    "blas_info",
     "Aligner",
     "as_stack",
     "make_anchor",

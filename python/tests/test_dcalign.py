@@ -58,6 +58,8 @@ def test_odc_matches_numpy(layout):
     # A[i] @ G[i] is the aligned anchor; for ODC the objective is sum ||A_i G_i - A_r||^2.
     obj = sum(np.linalg.norm(A[i] @ G[i] - A[0]) ** 2 for i in range(5))
     assert report["objective"] == pytest.approx(obj, rel=1e-8)
+    # The report names the BLAS kernel set that ran, the one blas_info() reports.
+    assert report["blas"]["kernels"] == dcalign.blas_info()["kernels"] != ""
 
 
 def test_odc_reference_user_and_explicit_target():
@@ -345,3 +347,12 @@ def test_torch_tensors():
     np.testing.assert_allclose(G.numpy(), numpy_odc(A), atol=1e-10)
     G, report = dcalign.align(torch.from_numpy(A).float(), target_rotation="identity")
     assert G.dtype == torch.float32 and report["input_copied"] is True
+
+
+def test_blas_info_names_library_and_kernels():
+    info = dcalign.blas_info()
+    assert info["library"].startswith("OpenBLAS")
+    assert info["kernels"]
+    assert info["chosen_by"] in ("OpenBLAS", "dcalign", "OPENBLAS_CORETYPE",
+                                 "DCALIGN_BLAS_KERNELS=library")
+    assert info["threads"] >= 1

@@ -180,6 +180,8 @@ void check_threads(long long threads) {
 int run_app(CLI::App& app, int argc, char** argv) {
   // A signal while an output is being written removes its temporaries before the process dies.
   io::install_signal_cleanup();
+  // --version: dcalign's version and what it runs on (BLAS and its kernel set, CPU, CUDA).
+  app.set_version_flag("--version", [] { return dcalign::runtime_summary(); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -151,6 +151,7 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   AlignReport report;
   report.method = to_string(opts.method);
   report.device = to_string(p.device());
+  report.blas = blas_info();
   report.precision = precision_name<T>();
   report.users = anchors.count();
   report.anchor_rows = anchors.rows();

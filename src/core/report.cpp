@@ -36,6 +36,8 @@ std::string AlignReport::to_json(int indent) const {
       stop_reason.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(stop_reason);
   j["gradient_norm"] = std::isnan(gradient_norm) ? nullptr : nlohmann::ordered_json(gradient_norm);
   if (!objective_history.empty()) j["objective_history"] = objective_history;
+  j["blas"] = {{"library", blas.library}, {"kernels", blas.kernels}, {"chosen_by", blas.chosen_by},
+               {"reason", blas.reason},   {"cpu", blas.cpu},         {"threads", blas.threads}};
   nlohmann::ordered_json s = nlohmann::ordered_json::object();
   for (const auto& [name, sec] : seconds) s[name] = sec;
   s["total"] = total_seconds;

@@ -188,6 +188,18 @@ CpuPrimitives<T>::CpuPrimitives(int threads, HostPool* pool)
   kernel_isa();  // a bad DCALIGN_CPU_ISA fails here, when the backend is made
 }
 
+// Below this much work a parallel region runs on the calling thread alone. Waking a team of
+// two costs 5-50 us when its threads spin and far more when they sleep or share a core with
+// another pool's spinning threads: 4 users of 400 x 8, whose ODC takes 0.3 ms on one thread,
+// took 0.5 ms in the median and 0.1 s in one run of ten with a team (bench/results/issue27).
+// 1e6 flops is 0.1-0.5 ms on one core.
+constexpr double kParallelWork = 1e6;
+
+template <typename T>
+int CpuPrimitives<T>::team(double work) const {
+  return threads_ > 1 && work >= kParallelWork && !omp_in_parallel() ? threads_ : 1;
+}
+
 template <typename T>
 Buffer<T> CpuPrimitives<T>::allocate(index_t n) {
   if (n < 0) throw InvalidInput("allocate: negative size");
@@ -257,6 +269,8 @@ void CpuPrimitives<T>::gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, Matrix
     }
     return;
   }
+  // Small (or inside a region): one BLAS thread, so that OpenBLAS's own pool never wakes.
+  BlasThreads one(1);
   cpu::gemm(at, bt, mi, ni, ki, alpha, A.data(), lda, B.data(), ldb, beta, C.data(), ldc);
 }
 
@@ -268,7 +282,9 @@ void CpuPrimitives<T>::gemm_batched(Op ta, Op tb, T alpha, StackView<const T> A,
     throw InvalidInput("gemm_batched: batch counts do not match (internal error)");
   ParallelErrors errors("gemm_batched");
   BlasThreads one(1);
-#pragma omp parallel for schedule(static) num_threads(threads_)
+  const int nt = team(2.0 * double(count) * double(C.rows()) * double(C.cols()) *
+                      double(ta == Op::trans ? A.rows() : A.cols()));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < count; ++k)
     errors.run(k, [&] {
       gemm(ta, tb, alpha, A[A.count() == 1 ? 0 : k], B[B.count() == 1 ? 0 : k], beta, C[k]);
@@ -282,7 +298,8 @@ void CpuPrimitives<T>::trsm_upper_batched(StackView<const T> R, StackView<T> B) 
   const lapack_int ldr = li(std::max<index_t>(R.ld(), 1)), ldb = li(std::max<index_t>(B.ld(), 1));
   if (m == 0 || n == 0) return;
   BlasThreads one(1);
-#pragma omp parallel for schedule(static) num_threads(threads_)
+  const int nt = team(double(B.count()) * double(m) * double(m) * double(n));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < B.count(); ++k)
     trsm({true, true, false}, m, n, R[k].data(), ldr, B[k].data(), ldb);
 }
@@ -345,7 +362,8 @@ PolarInfo<T> CpuPrimitives<T>::polar_batched(StackView<const T> M, bool transpos
   info.sigma_max.assign(static_cast<size_t>(count), T(0));
   ParallelErrors errors("polar_batched");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(20.0 * double(count) * double(l) * double(l) * double(l));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::unique_ptr<SvdWorkspace<T>> wsp;
     errors.run(-1, [&] { wsp = std::make_unique<SvdWorkspace<T>>(l, l); });
@@ -378,7 +396,8 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
   ParallelErrors errors("qr_batched");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(4.0 * double(count) * double(a) * double(l) * double(l));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::vector<T> tau, work;
     errors.run(-1, [&] {
@@ -468,7 +487,8 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
   ParallelErrors errors("lstsq_batched");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(8.0 * double(count) * double(a) * double(l) * double(l));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::unique_ptr<SvdWorkspace<T>> wsp;
     std::vector<T> utz;
@@ -623,7 +643,8 @@ template <typename T>
 void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackView<T> X,
                                    T* state) {
   const index_t l = M.rows();
-#pragma omp parallel for schedule(static) num_threads(threads_)
+  const int nt = team(2.0 * double(M.count()) * double(l) * double(l));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < M.count(); ++k) {
     const auto m = M[k];
     auto x = X[k];
@@ -698,7 +719,8 @@ void CpuPrimitives<T>::inverse_batched(StackView<const T> X, StackView<T> Y, T* 
   const lapack_int l = li(X.rows());
   ParallelErrors errors("inverse_batched");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(2.0 * double(X.count()) * double(l) * double(l) * double(l));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::unique_ptr<InverseWorkspace<T>> ws;
     errors.run(-1, [&] { ws = std::make_unique<InverseWorkspace<T>>(l); });
@@ -717,7 +739,8 @@ template <typename T>
 index_t CpuPrimitives<T>::polar_newton_step(StackView<T> X, StackView<const T> Y, T* state,
                                             int iteration, double tolerance) {
   index_t active = 0;
-#pragma omp parallel for schedule(static) reduction(+ : active) num_threads(threads_)
+  const int nt = team(4.0 * double(X.count()) * double(X.rows()) * double(X.rows()));
+#pragma omp parallel for schedule(static) reduction(+ : active) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < X.count(); ++k) {
     T* st = state + k * polar::kStateSize;
     if (!polar::active(st)) continue;
@@ -737,7 +760,8 @@ index_t CpuPrimitives<T>::polar_newton_steps(StackView<T> X, StackView<T> Y, T* 
   index_t active = 0;
   ParallelErrors errors("polar_newton_steps");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_) reduction(+ : active)
+  const int nt = team(2.0 * max_steps * double(X.count()) * double(l) * double(l) * double(l));
+#pragma omp parallel num_threads(nt) if (nt > 1) reduction(+ : active)
   {
     std::unique_ptr<InverseWorkspace<T>> ws;
     errors.run(-1, [&] { ws = std::make_unique<InverseWorkspace<T>>(l); });
@@ -761,7 +785,8 @@ index_t CpuPrimitives<T>::polar_newton_steps(StackView<T> X, StackView<T> Y, T* 
 
 template <typename T>
 void CpuPrimitives<T>::add_identity_batched(T alpha, StackView<T> C) {
-#pragma omp parallel for schedule(static) num_threads(threads_)
+  const int nt = team(double(C.count()) * double(C.rows()));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < C.count(); ++k) {
     auto c = C[k];
     for (index_t i = 0; i < c.rows(); ++i) c(i, i) += alpha;
@@ -773,7 +798,10 @@ bool CpuPrimitives<T>::all_finite(const T* x, index_t n) {
   bool bad = false;
   const index_t chunk = 1 << 16;
   const index_t chunks = (n + chunk - 1) / chunk;
-#pragma omp parallel for reduction(|| : bad) schedule(static) num_threads(threads_) if (chunks > 1)
+  const int nt = team(double(n));
+#pragma omp parallel for reduction(||                      \
+                                   : bad) schedule(static) \
+    num_threads(nt) if (nt > 1 && chunks > 1)
   for (index_t q = 0; q < chunks; ++q)
     bad = bad || any_nonfinite(x + q * chunk, std::min(chunk, n - q * chunk));
   return !bad;
@@ -783,7 +811,8 @@ template <typename T>
 std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T> x) {
   std::vector<index_t> first(static_cast<size_t>(x.count()), -1);
   const index_t size = x.rows() * x.cols();
-#pragma omp parallel for schedule(static) num_threads(threads_)
+  const int nt = team(double(x.count()) * double(size));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < x.count(); ++k) {
     const T* p = x[k].data();
     if (!any_nonfinite(p, size)) continue;
@@ -804,7 +833,8 @@ std::vector<T> CpuPrimitives<T>::orthogonality_errors(StackView<const T> G) {
   if (l == 0) return err;
   ParallelErrors errors("orthogonality_errors");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(2.0 * double(G.count()) * double(r) * double(l) * double(l));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::vector<T> gtg;
     errors.run(-1, [&] { gtg.resize(static_cast<size_t>(l) * l); });
@@ -833,7 +863,8 @@ std::vector<T> CpuPrimitives<T>::residuals(StackView<const T> A, StackView<const
   std::vector<T> res(static_cast<size_t>(A.count()), T(0));
   ParallelErrors errors("residuals");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(2.0 * double(A.count()) * double(a) * double(l) * double(nz));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::vector<T> y;
     errors.run(-1, [&] { y.resize(static_cast<size_t>(a) * nz); });
@@ -862,7 +893,8 @@ std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T> A, Stac
   std::vector<T> out(static_cast<size_t>(count * nz), T(0));
   ParallelErrors errors("product_column_norms");
   BlasThreads one(1);
-#pragma omp parallel num_threads(threads_)
+  const int nt = team(2.0 * double(count) * double(a) * double(l) * double(nz));
+#pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::vector<T> y;
     errors.run(-1, [&] { y.resize(static_cast<size_t>(a) * nz); });
@@ -890,7 +922,8 @@ double CpuPrimitives<T>::sum_squares(const T* x, index_t n) {
   const index_t chunk = 1 << 16;
   const index_t chunks = (n + chunk - 1) / chunk;
   double s = 0;
-#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(threads_) if (chunks > 1)
+  const int nt = team(2.0 * double(n));
+#pragma omp parallel for reduction(+ : s) schedule(static) num_threads(nt) if (nt > 1 && chunks > 1)
   for (index_t q = 0; q < chunks; ++q) {
     const T* p = x + q * chunk;
     s += dot(p, p, std::min(chunk, n - q * chunk));
@@ -902,7 +935,8 @@ template <typename T>
 std::vector<double> CpuPrimitives<T>::inner_products(StackView<const T> X, StackView<const T> Y) {
   std::vector<double> out(static_cast<size_t>(X.count()), 0.0);
   const index_t m = X.rows(), n = X.cols();
-#pragma omp parallel for schedule(static) num_threads(threads_)
+  const int nt = team(2.0 * double(X.count()) * double(m) * double(n));
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
   for (index_t k = 0; k < X.count(); ++k) {
     const auto x = X[k], y = Y[k];
     double s = 0;

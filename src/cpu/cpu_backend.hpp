@@ -60,6 +60,12 @@ class CpuPrimitives final : public Primitives<T> {
   std::vector<double> inner_products(StackView<const T> X, StackView<const T> Y) override;
 
  private:
+  /// Threads for a parallel region doing about `work` flops (or entries touched): this
+  /// backend's threads, or 1 where waking a team costs more than it saves or a region is
+  /// already running. Chosen per call; the team (OpenMP's) is the only pool dcalign uses, with
+  /// BLAS held to one thread inside it.
+  int team(double work) const;
+
   int threads_;
   HostPool* pool_;
 };

@@ -163,15 +163,21 @@ inline lapack_int sygst_lower(lapack_int n, double* A, lapack_int lda, const dou
 }
 /// Sets OpenBLAS to `n` threads for the lifetime of the guard. Used around loops that run many
 /// small LAPACK calls in parallel over users, where BLAS-level threads would oversubscribe.
+/// Writes OpenBLAS's setting only when it differs, so that guards nested inside a parallel
+/// region (where the outer guard already set 1) touch no shared state.
 class BlasThreads {
  public:
-  explicit BlasThreads(int n) : saved_(openblas_get_num_threads()) { openblas_set_num_threads(n); }
-  ~BlasThreads() { openblas_set_num_threads(saved_); }
+  explicit BlasThreads(int n) : n_(n), saved_(openblas_get_num_threads()) {
+    if (saved_ != n_) openblas_set_num_threads(n_);
+  }
+  ~BlasThreads() {
+    if (saved_ != n_) openblas_set_num_threads(saved_);
+  }
   BlasThreads(const BlasThreads&) = delete;
   BlasThreads& operator=(const BlasThreads&) = delete;
 
  private:
-  int saved_;
+  int n_, saved_;
 };
 
 }  // namespace dcalign::cpu

@@ -665,6 +665,7 @@ LocalAlignment<T> align_distributed(Communicator& comm, const Stack<T>& anchors,
   AlignReport& report = out.report;
   report.method = to_string(m);
   report.device = to_string(p.device());
+  report.blas = blas_info();
   report.precision = std::is_same_v<T, float> ? "float32" : "float64";
   report.users = total_users;
   report.anchor_rows = anchors.rows();
