@@ -15,6 +15,7 @@
 #include "dcalign/backend.hpp"
 #include "dcalign/polar.hpp"
 #include "dcalign/random.hpp"
+#include "spectrum.hpp"
 
 namespace {
 
@@ -30,19 +31,10 @@ struct Problem {
 };
 
 Problem make_problem(index_t l, index_t c, double kappa) {
-  auto& p = cpu().f64();
   Problem pr{dcalign::Stack<double>(c, l, l), dcalign::Stack<double>(c, l, l)};
   for (index_t k = 0; k < c; ++k) {
     dcalign::Rng rng = dcalign::Rng::stream(7, static_cast<std::uint64_t>(k));
-    auto U = dcalign::random_orthogonal<double>(l, rng),
-         V = dcalign::random_orthogonal<double>(l, rng);
-    auto US = U;
-    for (index_t j = 0; j < l; ++j) {
-      const double s = l == 1 ? 1.0 : std::pow(kappa, -static_cast<double>(j) / (l - 1));
-      for (index_t i = 0; i < l; ++i) US(i, j) *= s;
-    }
-    p.gemm(dcalign::Op::none, dcalign::Op::trans, 1.0, US.view(), V.view(), 0.0, pr.M[k]);
-    p.gemm(dcalign::Op::none, dcalign::Op::trans, 1.0, U.view(), V.view(), 0.0, pr.exact[k]);
+    dcalign::bench::matrix_with_spectrum(l, kappa, rng, pr.M[k], pr.exact[k]);
   }
   return pr;
 }

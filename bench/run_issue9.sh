@@ -9,23 +9,15 @@
 #   OUT                output directory (default: bench/results/issue9)
 #   L_REPS             timed runs at the l = 950 point (default 10)
 #
-# OpenBLAS 0.3.21 (Debian 12) does not recognise the newest Xeons and falls back to its generic
-# "Prescott" kernels, which run DGEMM at a quarter of the AVX-512 speed. Unless the caller set
-# OPENBLAS_CORETYPE, the script names the kernel set the CPU supports; both dcalign and the
-# NumPy peer load the same OpenBLAS, so the comparison stays like for like, and the JSON records
-# the BLAS configuration each side reported.
+# Nothing is set in the environment: where OpenBLAS 0.3.21 falls back to its generic kernels on
+# a CPU newer than itself, dcalign loads the CPU's set itself (README "BLAS kernels"); the NumPy
+# peer runs on whatever its own OpenBLAS chooses, as a NumPy user's does. The JSON records the
+# BLAS configuration each side reported.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${DCALIGN_BUILD:-$here/../build}
 out=${OUT:-$here/results/issue9}
 mkdir -p "$out"
-if [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx512f /proc/cpuinfo; then
-  export OPENBLAS_CORETYPE=CooperLake
-elif [[ -z ${OPENBLAS_CORETYPE:-} ]] && grep -qw avx2 /proc/cpuinfo; then
-  export OPENBLAS_CORETYPE=Haswell
-fi
-echo "run_issue9: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(library default)}"
-
 run() {  # run SWEEP_BINARY PEERS TAG [extra options]
   local sweep=$1 peers=$2 tag=$3
   shift 3
