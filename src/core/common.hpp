@@ -104,6 +104,12 @@ template <typename T>
 SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
                  MatrixView<T> U, MatrixView<T> V, MatrixView<const T> gram = {});
 /// K = W^T W when W has no more columns than rows, else K = W W^T (the smaller Gram matrix).
+/// Fixes the sign of each column pair (x_j, y_j) of a decomposition (singular or eigenvectors,
+/// unique only up to sign): both are negated where x_j^T r < 0 for a fixed pseudo-random probe
+/// r, so that the result does not depend on the BLAS kernels or the backend. Y may be empty.
+template <typename T>
+void canonical_signs(Primitives<T>& p, MatrixView<T> X, MatrixView<T> Y);
+
 template <typename T>
 void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K);
 /// Top-l left singular vectors U of W = [A_1 ... A_c] into U (a x l, backend memory), by

@@ -68,6 +68,7 @@ void kawakami_eigen(Context<T>& ctx) {
   Buffer<T> v = p.allocate(n * l);
   std::vector<T> evals(static_cast<size_t>(l));
   p.sygv_smallest(S, B, l, evals.data(), MatrixView<T>(v.data(), n, l));
+  canonical_signs(p, MatrixView<T>(v.data(), n, l), MatrixView<T>());
   ctx.timer.lap("eigensolver");
   // The rank decision of the QR-SVD form, from B's Cholesky factor: its diagonal block L_i
   // satisfies A_i^T A_i = L_i L_i^T, so L_i = R_i^T up to signs and min |L_jj| / max |L_jj| is

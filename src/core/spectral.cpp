@@ -17,6 +17,7 @@
 // ||U^T U - I|| back to rounding level without moving the subspace.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -100,6 +101,37 @@ SvdPath gram_topk(Primitives<T>& p, MatrixView<const T> W, MatrixView<const T> K
 }  // namespace
 
 template <typename T>
+void canonical_signs(Primitives<T>& p, MatrixView<T> X, MatrixView<T> Y) {
+  const index_t n = X.rows(), k = X.cols();
+  if (n == 0 || k == 0) return;
+  // The probe r: entries in [-1/2, 1/2) from a hash of the row index (splitmix64's finaliser),
+  // the same on every machine and for every call, and generic, so that x_j^T r is far from 0
+  // for any vector met in practice (|x_j^T r| is of order ||x_j|| / sqrt(12)).
+  std::vector<T> r(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) {
+    std::uint64_t z = static_cast<std::uint64_t>(i) + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    r[static_cast<size_t>(i)] = static_cast<T>(static_cast<double>(z >> 11) * 0x1.0p-53 - 0.5);
+  }
+  Buffer<T> rb = p.allocate(n), db = p.allocate(k);
+  p.to_device(r.data(), rb.data(), n);
+  p.gemm(Op::trans, Op::none, T(1), MatrixView<const T>(X), MatrixView<const T>(rb.data(), n, 1),
+         T(0), MatrixView<T>(db.data(), k, 1));
+  std::vector<T> d(static_cast<size_t>(k));
+  p.to_host(db.data(), d.data(), k);
+  for (index_t j = 0; j < k; ++j) {
+    if (!(d[static_cast<size_t>(j)] < T(0))) continue;
+    for (MatrixView<T> M : {X, Y}) {
+      if (!M.data()) continue;
+      MatrixView<T> col = M.cols_range(j, 1);
+      p.geam(T(-1), MatrixView<const T>(col), T(0), MatrixView<const T>(col), col);
+    }
+  }
+}
+
+template <typename T>
 void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K) {
   p.syrk(W.cols() <= W.rows() ? Op::trans : Op::none, T(1), W, T(0), K);
 }
@@ -107,8 +139,17 @@ void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K) {
 template <typename T>
 SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
                  MatrixView<T> U, MatrixView<T> V, MatrixView<const T> gram) {
+  // Each pair (u_j, v_j) is unique up to one sign, which LAPACK leaves to the algorithm (and so
+  // to the BLAS kernels and the backend); canonical_signs fixes it, from U where it is asked for.
+  auto fix_signs = [&] {
+    if (U.data())
+      canonical_signs(p, U, V);
+    else if (V.data())
+      canonical_signs(p, V, MatrixView<T>());
+  };
   if (opts.algorithm != SvdAlgorithm::gram) {
     p.svd_topk(W, k, opts, s, U, V);
+    fix_signs();
     SvdPath path;
     path.algorithm = opts.algorithm;
     return path;
@@ -121,11 +162,13 @@ SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOp
     gram = MatrixView<const T>(kb.data(), g, g);
   }
   SvdPath path = gram_topk(p, W, gram, k, s, U, V);
-  if (path.algorithm == SvdAlgorithm::gram) return path;
-  SvdOptions exact = opts;  // gram_topk wrote nothing: the exact SVD, recorded as the fallback
-  exact.algorithm = SvdAlgorithm::exact;
-  p.svd_topk(W, k, exact, s, U, V);
-  path.gram_fallback = true;
+  if (path.algorithm != SvdAlgorithm::gram) {
+    SvdOptions exact = opts;  // gram_topk wrote nothing: the exact SVD, recorded as the fallback
+    exact.algorithm = SvdAlgorithm::exact;
+    p.svd_topk(W, k, exact, s, U, V);
+    path.gram_fallback = true;
+  }
+  fix_signs();
   return path;
 }
 
@@ -138,6 +181,7 @@ std::string SvdPath::describe() const {
 }
 
 #define DCALIGN_INSTANTIATE_SPECTRAL(T)                                                         \
+  template void canonical_signs<T>(Primitives<T>&, MatrixView<T>, MatrixView<T>);               \
   template void gram_of<T>(Primitives<T>&, MatrixView<const T>, MatrixView<T>);                 \
   template SvdPath topk_svd<T>(Primitives<T>&, MatrixView<const T>, index_t, const SvdOptions&, \
                                T*, MatrixView<T>, MatrixView<T>, MatrixView<const T>);

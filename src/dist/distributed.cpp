@@ -218,6 +218,7 @@ std::string gram_left_vectors(Shard<T>& sh, StackView<const T> X, MatrixView<T> 
     std::vector<T> lambda(static_cast<size_t>(l));
     p.syev_largest(K, l, lambda.data(), U);
     for (index_t j = 0; j < l; ++j) s[j] = std::sqrt(std::max(lambda[j], T(0)));
+    core::canonical_signs(p, U, MatrixView<T>());  // topk_svd's sign convention
   });
   sh.share_basis(U.data(), s, a, l);
   std::string what = "gram (distributed: sum over ranks of the a x a Gram matrix)";
@@ -298,6 +299,7 @@ std::string sketch_left_vectors(Shard<T>& sh, StackView<const T> X, MatrixView<T
     p.syev_largest(MatrixView<T>(cb.data(), k, k), l, lambda.data(), V);
     for (index_t j = 0; j < l; ++j) s[j] = std::sqrt(std::max(lambda[j], T(0)));
     p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(Y), MatrixView<const T>(V), T(0), U);
+    core::canonical_signs(p, U, MatrixView<T>());  // topk_svd's sign convention
   });
   sh.share_basis(U.data(), s, a, l);
   return "randomized (distributed sketch: oversampling " + std::to_string(k - l) + ", " +

@@ -89,6 +89,39 @@ TYPED_TEST(Spectral, GramRouteFindsTheKnownTripletsTallAndWide) {
   }
 }
 
+// The sign convention: every singular vector pair comes out with u_j^T r >= 0 for the fixed
+// probe r, whichever route ran and whatever sign LAPACK gave it.
+TYPED_TEST(Spectral, SignsAreCanonicalWhateverTheRoute) {
+  using T = TypeParam;
+  auto backend = make_backend(Device::cpu);
+  auto& p = backend->primitives<T>();
+  const index_t m = 40, n = 10, k = 4;
+  const KnownW kn = known(m, n, 10.0, 3);
+  const Matrix<T> W = testing::convert<T>(kn.W);
+  std::vector<Matrix<double>> Us, Vs;
+  for (SvdAlgorithm a : {SvdAlgorithm::gram, SvdAlgorithm::exact}) {
+    Matrix<T> U(m, k), V(n, k);
+    std::vector<T> s(static_cast<size_t>(k));
+    SvdOptions o;
+    o.algorithm = a;
+    core::topk_svd(p, W.view(), k, o, s.data(), U.view(), V.view());
+    Us.push_back(to_double(U.view()));
+    Vs.push_back(to_double(V.view()));
+    // Negating a pair and canonicalising again restores it exactly.
+    Matrix<T> U2 = U, V2 = V;
+    for (index_t i = 0; i < m; ++i) U2(i, 1) = -U2(i, 1);
+    for (index_t i = 0; i < n; ++i) V2(i, 1) = -V2(i, 1);
+    core::canonical_signs(p, U2.view(), V2.view());
+    EXPECT_EQ(frob_diff(to_double(U2.view()), to_double(U.view())), 0.0);
+    EXPECT_EQ(frob_diff(to_double(V2.view()), to_double(V.view())), 0.0);
+  }
+  // The two routes agree to their accuracy, signs included (without the convention a column
+  // of one could be the negative of the other's: a difference of 2).
+  const double tol = std::is_same_v<T, float> ? 1e-3 : 1e-9;
+  EXPECT_LE(frob_diff(Us[0], Us[1]), tol);
+  EXPECT_LE(frob_diff(Vs[0], Vs[1]), tol);
+}
+
 // Past sigma_1 / sigma_k = 100 the Gram route would lose more than two digits against the exact
 // SVD: it falls back, says so, and the result is the exact SVD's.
 TYPED_TEST(Spectral, GramRouteFallsBackToTheExactSvdWhenIllConditioned) {
@@ -109,6 +142,7 @@ TYPED_TEST(Spectral, GramRouteFallsBackToTheExactSvdWhenIllConditioned) {
   EXPECT_GT(path.ratio, 100.0);
   o.algorithm = SvdAlgorithm::exact;
   p.svd_topk(W.view(), k, o, se.data(), Ue.view(), MatrixView<T>());
+  core::canonical_signs(p, Ue.view(), MatrixView<T>());  // topk_svd's sign convention
   EXPECT_EQ(s, se);
   EXPECT_EQ(to_double(U.view()).data()[0], to_double(Ue.view()).data()[0]);
   EXPECT_EQ(frob_diff(to_double(U.view()), to_double(Ue.view())), 0.0);
