@@ -1,9 +1,10 @@
 // Golden values: every method's G_i and objective on fixed anchors, and the records of the
 // README's synthetic default experiment, against tests/golden/reference.json, committed before
 // the restructuring of issue 29 so that it changes no result. The comparison is bit-for-bit
-// where the BLAS kernel set, dcalign's own CPU kernels and the core count are those the
-// reference was recorded with; on any other CPU the G_i and objectives agree within 1e-12
-// relative and the SVM's accuracies are equal (the MLP's: see DefaultSyntheticExperiment).
+// where the BLAS kernel set, dcalign's own CPU kernels, the core count and the build's compiler
+// and flags are those the reference was recorded with; on any other CPU the G_i and objectives
+// agree within 1e-12 relative and the SVM's accuracies are equal (the MLP's: see
+// DefaultSyntheticExperiment).
 //
 // To record the reference anew (only when a result is meant to change, saying why in the
 // commit): DCALIGN_GOLDEN_WRITE=tests/golden/reference.json build/tests/golden/test_golden
@@ -24,8 +25,8 @@
 #include "dcalign/experiment.hpp"
 #include "test_util.hpp"
 
-#ifndef DCALIGN_GOLDEN_DIR
-#error "DCALIGN_GOLDEN_DIR must name tests/golden"
+#if !defined(DCALIGN_GOLDEN_DIR) || !defined(DCALIGN_GOLDEN_BUILD)
+#error "tests/golden/CMakeLists.txt defines DCALIGN_GOLDEN_DIR and DCALIGN_GOLDEN_BUILD"
 #endif
 
 namespace dcalign {
@@ -46,12 +47,13 @@ std::string own_kernels() {
   return d.substr(d.rfind(' ') + 1);
 }
 
-/// What the golden values depend on besides the code: the BLAS kernels, dcalign's own, and the
-/// number of threads (the order of parallel sums).
+/// What the golden values depend on besides the code: the BLAS kernels, dcalign's own, the
+/// number of threads (the order of parallel sums) and the build (compiler, flags).
 json machine() {
   return {{"blas_kernels", blas_info().kernels},
           {"own_kernels", own_kernels()},
-          {"hardware_threads", std::thread::hardware_concurrency()}};
+          {"hardware_threads", std::thread::hardware_concurrency()},
+          {"build", DCALIGN_GOLDEN_BUILD}};
 }
 
 json alignments() {
