@@ -1,4 +1,4 @@
-// What the BLAS kernel selection (src/cpu/blas_runtime.cpp) is worth where OpenBLAS falls back
+// What the BLAS kernel selection (src/base/blas_runtime.cpp) is worth where OpenBLAS falls back
 // to its generic kernels: the same work on the generic SSE3 set ("Prescott", what Debian's
 // OpenBLAS 0.3.21 picks on a CPU newer than itself) and on the set dcalign loads for this CPU.
 // Both run in one process; each benchmark loads its set first (arg 0: Prescott, 1: dcalign's).
@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "cpu/blas_runtime.hpp"
+#include "base/blas_runtime.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/random.hpp"
 
@@ -26,13 +26,13 @@ using dcalign::index_t;
 std::string cpu_set() {
   __builtin_cpu_init();
   const std::string s =
-      dcalign::cpu::kernel_set_for(dcalign::cpu::cpu_level(), __builtin_cpu_is("amd"));
+      dcalign::base::kernel_set_for(dcalign::base::cpu_level(), __builtin_cpu_is("amd"));
   return s.empty() ? "Prescott" : s;
 }
 
 bool load(benchmark::State& state) {
   const std::string want = state.range(0) == 0 ? "Prescott" : cpu_set();
-  const std::string got = dcalign::cpu::detail::load_kernel_set(want);
+  const std::string got = dcalign::base::detail::load_kernel_set(want);
   state.SetLabel(got);
   if (got != want) {
     state.SkipWithError(("this OpenBLAS has no " + want + " kernels").c_str());

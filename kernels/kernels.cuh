@@ -85,7 +85,7 @@ template <typename T>
 void diagonal_ratio(cudaStream_t stream, index_t count, index_t n, const T* R, index_t ld,
                     index_t stride, T* out);
 
-// ---- the batched polar iteration (kernels/polar_kernels.cu); state as in core/polar_scalar.hpp
+// ---- the batched polar iteration (kernels/polar_kernels.cu); state as in base/polar_scalar.hpp
 /// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when transposed), state_k = polar::start(...).
 template <typename T>
 void polar_start(cudaStream_t stream, index_t count, index_t n, const T* M, index_t ld,

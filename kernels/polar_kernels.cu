@@ -1,7 +1,7 @@
 // The per-matrix steps of the batched polar iteration (src/core/polar.cpp). No library call
-// fits: each fuses norms, the scalar decisions of core/polar_scalar.hpp (run by thread 0 on the
+// fits: each fuses norms, the scalar decisions of base/polar_scalar.hpp (run by thread 0 on the
 // device, exactly as the CPU backend runs them) and an elementwise update, one block per matrix.
-#include "core/polar_scalar.hpp"
+#include "base/polar_scalar.hpp"
 #include "cuda/check.hpp"
 #include "kernels/device_util.cuh"
 #include "kernels/kernels.cuh"

@@ -24,7 +24,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/polar_scalar.hpp"
+#include "base/polar_scalar.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/random.hpp"
 

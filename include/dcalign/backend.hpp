@@ -177,7 +177,7 @@ class Primitives {
 
   // ---- the batched polar iteration (src/core/polar.cpp). Per matrix, `state` holds
   // polar::kStateSize values in backend memory, read and written only through the
-  // __host__ __device__ functions of src/core/polar_scalar.hpp, so every backend runs the same
+  // __host__ __device__ functions of src/base/polar_scalar.hpp, so every backend runs the same
   // decisions. X, Y are contiguous stacks of square matrices.
   /// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when `transposed`), state_k = polar::start(...).
   /// M may be strided (e.g. the row blocks of W^T Z).

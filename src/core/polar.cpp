@@ -1,6 +1,6 @@
 // The batched polar factor (include/dcalign/polar.hpp), written once on Primitives<T>. The host
 // never loops over the matrices: every step is one batched primitive, and the per-matrix
-// decisions are the functions of core/polar_scalar.hpp, which the backends call.
+// decisions are the functions of base/polar_scalar.hpp, which the backends call.
 #include "dcalign/polar.hpp"
 
 #include <algorithm>
@@ -9,8 +9,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "base/polar_scalar.hpp"
 #include "core/common.hpp"
-#include "core/polar_scalar.hpp"
 #include "core/promote.hpp"
 
 namespace dcalign {

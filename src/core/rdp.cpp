@@ -37,8 +37,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/host_blas.hpp"
 #include "core/common.hpp"
-#include "cpu/lapack.hpp"
 
 namespace dcalign::core {
 namespace {
@@ -176,9 +176,9 @@ class Objective {
     const auto r = static_cast<lapack_int>(C_.r), l = static_cast<lapack_int>(l_),
                m = static_cast<lapack_int>(rows);
     if (!trans)
-      cpu::gemm(false, false, m, l, l, alpha, Ci, r, X, l, 0.0, Y, r);
+      base::gemm(false, false, m, l, l, alpha, Ci, r, X, l, 0.0, Y, r);
     else
-      cpu::gemm(true, false, l, l, m, alpha, Ci, r, X, r, 0.0, Y, l);
+      base::gemm(true, false, l, l, m, alpha, Ci, r, X, r, 0.0, Y, l);
   }
 
   Compressed C_;

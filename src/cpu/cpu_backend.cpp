@@ -20,12 +20,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/polar_scalar.hpp"
+#include "base/host_blas.hpp"
+#include "base/polar_scalar.hpp"
 #include "cpu/kernels.hpp"
-#include "cpu/lapack.hpp"
 #include "dcalign/random.hpp"
 
 namespace dcalign::cpu {
+
+using namespace base;  // the host BLAS/LAPACK wrappers
 namespace {
 
 lapack_int li(index_t v) {
@@ -638,7 +640,7 @@ void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k
 }
 
 // The polar iteration's steps: one pass per matrix, in parallel over matrices, with the shared
-// per-matrix decisions of core/polar_scalar.hpp.
+// per-matrix decisions of base/polar_scalar.hpp.
 template <typename T>
 void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackView<T> X,
                                    T* state) {
@@ -687,7 +689,7 @@ struct InverseWorkspace {
 };
 
 // One scaled Newton step on an active matrix x with y = x^{-1}; the decisions are
-// core/polar_scalar.hpp's.
+// base/polar_scalar.hpp's.
 template <typename T>
 void newton_update(MatrixView<T> x, MatrixView<const T> y, T* st, int iteration, double tol) {
   const index_t l = x.rows();

@@ -93,10 +93,3 @@ class CpuBackend final : public Backend {
 };
 
 }  // namespace dcalign::cpu
-
-#ifdef DCALIGN_HAVE_CUDA
-namespace dcalign::cuda {
-std::shared_ptr<Backend> make_cuda_backend(const BackendOptions& opts);
-bool cuda_usable(std::string* why);
-}  // namespace dcalign::cuda
-#endif

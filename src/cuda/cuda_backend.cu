@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "cpu/cpu_backend.hpp"  // declares make_cuda_backend and cuda_usable
+#include "backends/backends.hpp"  // declares make_cuda_backend and cuda_usable
 #include "cuda/check.hpp"
 #include "cuda/context.hpp"
 #include "cuda/cuda_api.hpp"

@@ -1,5 +1,5 @@
 // The collusion attack and the epsilon-DR ratio (include/dcalign/privacy_attacks.hpp), written
-// on the backend-free BLAS/LAPACK overloads of cpu/lapack.hpp.
+// on the backend-free BLAS/LAPACK overloads of base/host_blas.hpp.
 #include "dcalign/privacy_attacks.hpp"
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "cpu/lapack.hpp"
+#include "base/host_blas.hpp"
 #include "dcalign/data.hpp"
 #include "dcalign/error.hpp"
 
@@ -42,9 +42,9 @@ Matrix<double> product(const Matrix<double>& A, bool ta, const Matrix<double>& B
   const index_t n = tb ? B.rows() : B.cols();
   Matrix<double> C(m, n);
   if (C.size() == 0 || k == 0) return C;
-  cpu::gemm(ta, tb, static_cast<lapack_int>(m), static_cast<lapack_int>(n),
-            static_cast<lapack_int>(k), 1.0, A.data(), static_cast<lapack_int>(A.rows()), B.data(),
-            static_cast<lapack_int>(B.rows()), 0.0, C.data(), static_cast<lapack_int>(C.rows()));
+  base::gemm(ta, tb, static_cast<lapack_int>(m), static_cast<lapack_int>(n),
+             static_cast<lapack_int>(k), 1.0, A.data(), static_cast<lapack_int>(A.rows()), B.data(),
+             static_cast<lapack_int>(B.rows()), 0.0, C.data(), static_cast<lapack_int>(C.rows()));
   return C;
 }
 
@@ -65,13 +65,13 @@ Svd thin_svd(const Matrix<double>& M) {
   out.s.assign(static_cast<size_t>(p), 0.0);
   std::vector<lapack_int> iwork(8 * static_cast<size_t>(p));
   double query = 0;
-  cpu::check_info(cpu::gesdd(r, c, a.data(), r, out.s.data(), out.U.data(), r, out.VT.data(), p,
-                             &query, -1, iwork.data()),
-                  "gesdd");
+  base::check_info(base::gesdd(r, c, a.data(), r, out.s.data(), out.U.data(), r, out.VT.data(), p,
+                               &query, -1, iwork.data()),
+                   "gesdd");
   std::vector<double> work(static_cast<size_t>(query) + 1);
-  cpu::check_info(cpu::gesdd(r, c, a.data(), r, out.s.data(), out.U.data(), r, out.VT.data(), p,
-                             work.data(), static_cast<lapack_int>(work.size()), iwork.data()),
-                  "gesdd");
+  base::check_info(base::gesdd(r, c, a.data(), r, out.s.data(), out.U.data(), r, out.VT.data(), p,
+                               work.data(), static_cast<lapack_int>(work.size()), iwork.data()),
+                   "gesdd");
   // numpy.linalg.pinv's cutoff: max(rows, cols) x eps x s_max.
   const double tol = static_cast<double>(std::max(r, c)) * std::numeric_limits<double>::epsilon() *
                      (p > 0 ? out.s[0] : 0.0);
@@ -213,10 +213,10 @@ std::vector<double> dr_ratios(const Matrix<double>& X, const Matrix<double>& bas
   Matrix<double> R = X;  // X - (X Q) Q^T
   if (d.rank > 0) {
     const Matrix<double> XQ = product(X, false, Q, false);
-    cpu::gemm(false, true, static_cast<lapack_int>(X.rows()), static_cast<lapack_int>(X.cols()),
-              static_cast<lapack_int>(d.rank), -1.0, XQ.data(), static_cast<lapack_int>(XQ.rows()),
-              Q.data(), static_cast<lapack_int>(Q.rows()), 1.0, R.data(),
-              static_cast<lapack_int>(R.rows()));
+    base::gemm(false, true, static_cast<lapack_int>(X.rows()), static_cast<lapack_int>(X.cols()),
+               static_cast<lapack_int>(d.rank), -1.0, XQ.data(), static_cast<lapack_int>(XQ.rows()),
+               Q.data(), static_cast<lapack_int>(Q.rows()), 1.0, R.data(),
+               static_cast<lapack_int>(R.rows()));
   }
   std::vector<double> r(static_cast<size_t>(X.rows()));
   for (index_t i = 0; i < X.rows(); ++i) {

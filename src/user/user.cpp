@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "cpu/lapack.hpp"
+#include "base/host_blas.hpp"
 #include "dcalign/random.hpp"
 
 namespace dcalign {
@@ -20,10 +20,10 @@ Matrix<T> multiply(const Matrix<T>& A, const Matrix<T>& B, const char* what) {
                        std::to_string(B.rows()) + " x " + std::to_string(B.cols()) + ")");
   Matrix<T> C(A.rows(), B.cols());
   if (C.size() == 0 || A.cols() == 0) return C;
-  cpu::gemm(false, false, static_cast<lapack_int>(A.rows()), static_cast<lapack_int>(B.cols()),
-            static_cast<lapack_int>(A.cols()), T(1), A.data(), static_cast<lapack_int>(A.rows()),
-            B.data(), static_cast<lapack_int>(B.rows()), T(0), C.data(),
-            static_cast<lapack_int>(C.rows()));
+  base::gemm(false, false, static_cast<lapack_int>(A.rows()), static_cast<lapack_int>(B.cols()),
+             static_cast<lapack_int>(A.cols()), T(1), A.data(), static_cast<lapack_int>(A.rows()),
+             B.data(), static_cast<lapack_int>(B.rows()), T(0), C.data(),
+             static_cast<lapack_int>(C.rows()));
   return C;
 }
 
@@ -81,7 +81,7 @@ Matrix<T> top_right_singular_vectors(const Matrix<T>& X, index_t l, bool center)
   else
     info = LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'N', 'S', ln, lm, a.data(), ln, s.data(), u.data(), 1,
                           vt.data(), p, superb.data());
-  cpu::check_info(info, "gesvd");
+  base::check_info(info, "gesvd");
   Matrix<T> V(m, l);
   for (index_t j = 0; j < l; ++j) {
     index_t arg = 0;

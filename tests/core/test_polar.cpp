@@ -2,14 +2,14 @@
 // the SVD path and against the exact factor U V^T of matrices built as U diag(s) V^T, over
 // orders on both sides of cuSOLVER's 32 x 32 batched-SVD limit, condition numbers up to 1e12
 // (double) and 1e5 (float), clustered, repeated and zero singular values; and the per-matrix
-// scalar logic of core/polar_scalar.hpp that the CUDA kernels run as well.
+// scalar logic of base/polar_scalar.hpp that the CUDA kernels run as well.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "core/polar_scalar.hpp"
+#include "base/polar_scalar.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/polar.hpp"
 #include "dcalign/random.hpp"

@@ -18,8 +18,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "base/polar_scalar.hpp"
 #include "core/common.hpp"
-#include "core/polar_scalar.hpp"
 #include "cuda/cuda_api.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"

@@ -1,4 +1,4 @@
-#include "cpu/blas_runtime.hpp"
+#include "base/blas_runtime.hpp"
 
 #include <strings.h>
 
@@ -6,7 +6,10 @@
 #include <sstream>
 #include <string>
 
+#include "dcalign/backend.hpp"
+
 extern "C" {
+int openblas_get_num_threads(void);
 char* openblas_get_config(void);
 char* openblas_get_corename(void);
 // OpenBLAS's kernel-table loader, exported by DYNAMIC_ARCH builds only (hence weak: a build
@@ -15,7 +18,7 @@ void gotoblas_dynamic_init(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));
 }
 
-namespace dcalign::cpu {
+namespace dcalign::base {
 namespace {
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -220,10 +223,27 @@ const BlasRuntime& blas_runtime() {
   return r;
 }
 
+}  // namespace dcalign::base
+
+namespace dcalign {
+BlasInfo blas_info() {
+  const base::BlasRuntime& r = base::blas_runtime();
+  BlasInfo info;
+  info.library = r.library;
+  info.kernels = r.kernels;
+  info.chosen_by = r.chosen_by;
+  info.reason = r.reason;
+  info.cpu = to_string(r.cpu);
+  info.threads = openblas_get_num_threads();
+  return info;
+}
+}  // namespace dcalign
+
+namespace dcalign::base {
 namespace {
 // At load: OpenBLAS, a shared library this one depends on, has initialised by now, and no BLAS
 // call of dcalign's can have run yet.
 [[maybe_unused]] const bool kSelectedAtLoad = (blas_runtime(), true);
 }  // namespace
 
-}  // namespace dcalign::cpu
+}  // namespace dcalign::base

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace dcalign::cpu {
+namespace dcalign::base {
 
 /// Vector instruction levels of the x86 kernel sets, in the order OpenBLAS's sets need them.
 enum class SimdLevel : int {
@@ -80,4 +80,4 @@ BlasRuntime select_blas_kernels();
 std::string load_kernel_set(const std::string& name);
 }  // namespace detail
 
-}  // namespace dcalign::cpu
+}  // namespace dcalign::base

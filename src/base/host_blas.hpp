@@ -14,7 +14,7 @@ void openblas_set_num_threads(int num_threads);
 int openblas_get_num_threads(void);
 }
 
-namespace dcalign::cpu {
+namespace dcalign::base {
 
 inline void check_info(lapack_int info, const char* routine) {
   if (info < 0)
@@ -180,4 +180,4 @@ class BlasThreads {
   int n_, saved_;
 };
 
-}  // namespace dcalign::cpu
+}  // namespace dcalign::base

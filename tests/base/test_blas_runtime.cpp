@@ -1,4 +1,4 @@
-// The BLAS kernel selection (src/cpu/blas_runtime.cpp): the decision table for every kernel set
+// The BLAS kernel selection (src/base/blas_runtime.cpp): the decision table for every kernel set
 // and CPU level, a user's OPENBLAS_CORETYPE never overridden, and, in a process started with a
 // library fallback simulated (CTest sets OPENBLAS_CORETYPE=Prescott for the BlasFallback tests,
 // which unset it first), the switch to the CPU's kernel set with BLAS still right afterwards.
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cpu/blas_runtime.hpp"
+#include "base/blas_runtime.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/random.hpp"
@@ -21,7 +21,7 @@ void cblas_dgemm(int, int, int, int, int, int, double, const double*, int, const
                  double, double*, int);
 }
 
-namespace dcalign::cpu {
+namespace dcalign::base {
 namespace {
 
 const std::vector<std::string> kAllSets = {
@@ -217,4 +217,4 @@ TEST_F(BlasFallback, DISABLED_WithoutTheUsersChoiceTheCpusSetIsLoaded) {
 }
 
 }  // namespace
-}  // namespace dcalign::cpu
+}  // namespace dcalign::base
