@@ -28,6 +28,8 @@ namespace dcalign {
 enum class Method { odc, imakura, kawakami, gopp, opp, rdp_ls, rdp_opp };
 Method parse_method(const std::string& name);
 std::string to_string(Method m);
+/// The canonical names of every method ("odc", "imakura", ...), in the order of Method.
+std::vector<std::string> method_names();
 
 /// ODC's right factor O of the target A_r O.
 enum class TargetRotation { haar, identity, supplied };

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -7,10 +8,12 @@
 #include <iostream>
 #include <limits>
 #include <new>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/methods.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
@@ -43,17 +46,10 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
 
   const Method m = parse_method(a.method);
   const std::string name = to_string(m);
-  const auto only_for = [&](const char* opt, std::initializer_list<Method> methods,
-                            const char* used_by) {
-    if (cmd.count(opt) == 0) return;
-    for (Method u : methods)
-      if (u == m) return;
-    throw UsageError(std::string(opt) + " is not used by method " + name + " (only by " + used_by +
-                     "); remove it or choose that method");
-  };
+  const core::MethodInfo& info = core::method_info(m);
   // The same rule for the options that depend on other options than --method.
   const bool randomized = parse_svd_algorithm(a.svd) == SvdAlgorithm::randomized;
-  const bool svd_used = m != Method::odc && !(m == Method::gopp && a.gopp_init == "odc");
+  const bool svd_used = info.uses_svd && !(m == Method::gopp && a.gopp_init == "odc");
   refuse_unused(cmd, "--svd", svd_used,
                 "by method " + name +
                     (m == Method::gopp ? " with --gopp-init odc (its start needs no SVD)"
@@ -62,7 +58,7 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
     refuse_unused(cmd, opt, svd_used && randomized,
                   std::string("without --svd randomized") +
                       (svd_used ? "" : " (and method " + name + " computes no SVD)"));
-  refuse_unused(cmd, "--polar", m != Method::imakura && m != Method::kawakami,
+  refuse_unused(cmd, "--polar", info.uses_polar,
                 "by method " + name + " (it computes no polar factor)");
   refuse_unused(cmd, "--rotation", cmd.count("--target") == 0,
                 "with --target (the target is given, so there is no rotation O)");
@@ -72,22 +68,18 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
                 "with --target (the target is given, not A_r O)");
   refuse_unused(cmd, "--consensus", !a.no_evaluate,
                 "with --no-evaluate (it is part of the evaluation)");
-  only_for("--target", {Method::odc, Method::gopp}, "odc and gopp");
-  only_for("--reference-user", {Method::odc, Method::gopp}, "odc and gopp");
-  only_for("--rotation", {Method::odc, Method::gopp}, "odc and gopp");
-  only_for("--target-rotation", {Method::odc, Method::gopp}, "odc and gopp");
-  only_for("--right", {Method::imakura}, "imakura");
-  only_for("--kawakami-form", {Method::kawakami}, "kawakami");
-  for (const char* opt : {"--gopp-init", "--gopp-tolerance", "--gopp-max-iterations"})
-    only_for(opt, {Method::gopp}, "gopp");
-  for (const char* opt :
-       {"--rdp-eta", "--rdp-gradient-tolerance", "--rdp-max-iterations", "--rdp-memory"})
-    only_for(opt, {Method::rdp_ls, Method::rdp_opp}, "rdp-ls and rdp-opp");
-  // Kawakami-DC has no target matrix Z to write.
-  only_for(
-      "--target-out",
-      {Method::odc, Method::gopp, Method::imakura, Method::opp, Method::rdp_ls, Method::rdp_opp},
-      "odc, gopp, imakura, opp, rdp-ls and rdp-opp");
+  // The method-specific options: each is used only by the methods whose table entry lists it
+  // (src/core/methods.cpp).
+  std::set<std::string> specific;
+  for (const auto& entry : core::method_table())
+    specific.insert(entry.cli_options.begin(), entry.cli_options.end());
+  for (const auto& opt : specific) {
+    if (cmd.count(opt) == 0) continue;
+    if (std::find(info.cli_options.begin(), info.cli_options.end(), opt) != info.cli_options.end())
+      continue;
+    throw UsageError(opt + " is not used by method " + name + " (only by " +
+                     core::methods_using(opt) + "); remove it or choose that method");
+  }
 }
 
 AlignOptions make_options(const AlignArgs& a) {

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "core/common.hpp"
+#include "core/methods.hpp"
 
 namespace dcalign {
 namespace {
@@ -40,19 +41,20 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
           sum(ctx.anchor_energy.empty() ? p.inner_products(ctx.A, ctx.A) : ctx.anchor_energy);
     return anchors_sq;
   };
-  const bool orthogonal = method == Method::odc || method == Method::gopp || method == Method::opp;
-  const bool rdp = method == Method::rdp_ls || method == Method::rdp_opp;
+  const core::MethodInfo& info = core::method_info(method);
+  const bool orthogonal = info.orthogonal;
+  const bool tracked = info.objective == core::ObjectiveKind::tracked;
   r.consensus_objective = std::numeric_limits<double>::quiet_NaN();
-  if (rdp) {
+  if (tracked && !info.tracked_is_consensus) {
     // The value of eq. 24 that L-BFGS minimised, tracked by the method; Z is the mean of the
     // A_i G_i, so the residuals against it are the consensus objective (a direct sum).
     r.objective = r.objective_history.empty() ? 0.0 : r.objective_history.back();
     r.consensus_objective = sum(p.residuals(ctx.A, G, target));
-  } else if (method == Method::gopp) {
+  } else if (tracked) {
     // Z is the mean of the A_i G_i: the tracked objective is the consensus objective too.
     r.objective = r.objective_history.empty() ? 0.0 : r.objective_history.back();
     r.consensus_objective = r.objective;
-  } else if ((method == Method::odc || method == Method::opp) && ctx.products.data()) {
+  } else if (orthogonal && ctx.products.data()) {
     // ||A_i G_i - Z||^2 = ||A_i||^2 + ||Z||^2 - 2 <G_i, A_i^T Z> for orthogonal G_i, from the
     // products M_i the Procrustes step computed. Its rounding is eps * sum_i ||A_i||^2, not
     // eps^2 as for the direct sum; the orthogonality error says how exact the identity is.
@@ -62,8 +64,9 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
   } else if (target.data()) {
     r.objective = sum(p.residuals(ctx.A, G, target));
   }
-  if (ctx.opts.evaluate_consensus || method == Method::kawakami) {
-    if (method != Method::gopp && !rdp) {
+  const bool consensus = info.objective == core::ObjectiveKind::consensus;
+  if (ctx.opts.evaluate_consensus || consensus) {
+    if (!tracked) {
       Buffer<T> zbar = p.allocate(a * l), gv = p.allocate(c * l * l);
       p.vstack(G, MatrixView<T>(gv.data(), c * l, l));
       p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(),
@@ -75,9 +78,9 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
                                          static_cast<double>(c) * p.sum_squares(zbar.data(), a * l))
                      : sum(p.residuals(ctx.A, G, MatrixView<const T>(zbar.data(), a, l)));
     }
-    if (method == Method::kawakami) r.objective = r.consensus_objective;
+    if (consensus) r.objective = r.consensus_objective;
   }
-  if (method == Method::kawakami) {
+  if (info.column_constraint) {
     const auto norms = p.product_column_norms(ctx.A, G);
     double worst = 0;
     for (index_t j = 0; j < l; ++j) {
@@ -172,7 +175,8 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   // NaN input is unspecified). ODC without the evaluation reads no anchor twice: it proves
   // finiteness through its first product (procrustes_step) and checks the scale only if it
   // fails.
-  const bool scale_first = opts.evaluate || opts.method != Method::odc;
+  const core::MethodInfo& method = core::method_info(opts.method);
+  const bool scale_first = opts.evaluate || !method.lazy_scale_check;
   std::vector<double> energy;
   if (scale_first) energy = check_anchor_scale(p, anchors);
 
@@ -184,32 +188,12 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   // Methods with a target write it here so that evaluation can use it.
   Buffer<T> z;
   MatrixView<T> Z = target;
-  if (!Z.data() && opts.method != Method::kawakami) {
+  if (!Z.data() && method.has_target) {
     z = p.allocate(a * l);
     Z = MatrixView<T>(z.data(), a, l);
   }
   try {
-    switch (opts.method) {
-      case Method::odc:
-        core::run_odc(ctx, Z);
-        break;
-      case Method::imakura:
-        core::run_imakura(ctx, Z);
-        break;
-      case Method::kawakami:
-        core::run_kawakami(ctx);
-        break;
-      case Method::gopp:
-        core::run_gopp(ctx, Z);
-        break;
-      case Method::opp:
-        core::run_opp(ctx, Z);
-        break;
-      case Method::rdp_ls:
-      case Method::rdp_opp:
-        core::run_rdp(ctx, Z);
-        break;
-    }
+    method.run<T>()(ctx, Z);
   } catch (const Error&) {
     // Anchors far from scale 1 make ODC's products underflow (a rank error) or overflow: say
     // what the cause is, when it is the scale.
@@ -235,7 +219,7 @@ Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts, Backend& b
   Alignment<T> out;
   const index_t c = anchors.count(), a = anchors.rows(), l = anchors.cols();
   out.G = Stack<T>(c, l, l);
-  const bool has_target = opts.method != Method::kawakami;
+  const bool has_target = core::method_info(opts.method).has_target;
   if (has_target) out.target = Matrix<T>(a, l);
   if (p.device() == Device::cpu) {
     out.report = align_resident(p, anchors.view(), out.G.view(),

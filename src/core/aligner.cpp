@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include "core/common.hpp"
+#include "core/methods.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/polar.hpp"
 #include "io/staged_outputs.hpp"
@@ -55,7 +56,7 @@ const char* precision_name() {
 
 // ODC, GOPP and OPP have orthogonal G_i and enrol by the Procrustes step; the others (RDP
 // against its target, the mean of the A_i G_i) by least squares.
-bool procrustes(Method m) { return m == Method::odc || m == Method::gopp || m == Method::opp; }
+bool procrustes(Method m) { return core::method_info(m).enrolment == core::Enrolment::procrustes; }
 
 std::string shape_string(index_t r, index_t c) {
   return std::to_string(r) + " x " + std::to_string(c);
@@ -254,26 +255,7 @@ Json svd_json(const SvdOptions& s) {
 }
 
 /// The keys of the "options" object of each method; a model must have exactly these.
-std::vector<std::string> option_keys(Method m) {
-  switch (m) {
-    case Method::odc:
-      return {"target", "reference_user", "rotation", "seed", "polar"};
-    case Method::gopp:
-      return {"init",      "reference_user", "rotation",   "seed",      "svd",
-              "tolerance", "max_iterations", "iterations", "converged", "polar"};
-    case Method::imakura:
-      return {"right", "seed", "svd"};
-    case Method::kawakami:
-      return {"form", "svd"};
-    case Method::opp:
-      return {"svd", "polar"};
-    case Method::rdp_ls:
-    case Method::rdp_opp:
-      return {"eta",   "gradient_tolerance", "max_iterations", "memory", "svd",
-              "polar", "iterations",         "converged"};
-  }
-  return {};
-}
+const std::vector<std::string>& option_keys(Method m) { return core::method_info(m).model_keys; }
 
 std::string key_list(std::vector<std::string> keys) {
   std::sort(keys.begin(), keys.end());
@@ -688,7 +670,8 @@ void Aligner<T>::require_fitted(const char* what) const {
 template <typename T>
 Alignment<T> Aligner<T>::fit(const Stack<T>& anchors, const AlignOptions& opts, Backend& backend) {
   Alignment<T> res = align(anchors, opts, backend);
-  Matrix<T> Z = opts.method == Method::kawakami
+  // A method without a target (Kawakami-DC) enrols against the mean of the aligned anchors.
+  Matrix<T> Z = !core::method_info(opts.method).has_target
                     ? mean_aligned(backend.primitives<T>(), anchors, res.G)
                     : res.target;
   // Commit only once everything succeeded: a failed fit leaves the aligner as it was.

@@ -2,7 +2,9 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <vector>
 
+#include "core/methods.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/user.hpp"
@@ -53,35 +55,22 @@ SvdAlgorithm parse_svd_algorithm(const std::string& name) {
   unknown("svd algorithm", name, "exact, randomized, gram");
 }
 
-std::string to_string(Method m) {
-  switch (m) {
-    case Method::odc:
-      return "odc";
-    case Method::imakura:
-      return "imakura";
-    case Method::kawakami:
-      return "kawakami";
-    case Method::gopp:
-      return "gopp";
-    case Method::opp:
-      return "opp";
-    case Method::rdp_ls:
-      return "rdp-ls";
-    case Method::rdp_opp:
-      return "rdp-opp";
-  }
-  return "?";
-}
+std::string to_string(Method m) { return core::method_info(m).name; }
 Method parse_method(const std::string& name) {
   const auto n = normalise(name);
-  if (n == "odc") return Method::odc;
-  if (n == "imakura" || n == "imakuradc") return Method::imakura;
-  if (n == "kawakami" || n == "kawakamidc") return Method::kawakami;
-  if (n == "gopp" || n == "odcgopp") return Method::gopp;
-  if (n == "opp" || n == "oppu1") return Method::opp;
-  if (n == "rdpls") return Method::rdp_ls;
-  if (n == "rdpopp") return Method::rdp_opp;
-  unknown("alignment method", name, "odc, imakura, kawakami, gopp, opp, rdp-ls, rdp-opp");
+  for (const auto& info : core::method_table()) {
+    if (n == normalise(info.name)) return info.method;
+    for (const auto& alias : info.aliases)
+      if (n == alias) return info.method;
+  }
+  std::string expected;
+  for (const auto& m : method_names()) expected += (expected.empty() ? "" : ", ") + m;
+  unknown("alignment method", name, expected.c_str());
+}
+std::vector<std::string> method_names() {
+  std::vector<std::string> names;
+  for (const auto& info : core::method_table()) names.emplace_back(info.name);
+  return names;
 }
 
 TargetRotation parse_target_rotation(const std::string& name) {

@@ -16,6 +16,7 @@
 
 #include "core/common.hpp"
 #include "core/gopp_stop.hpp"
+#include "core/methods.hpp"
 #include "dcalign/distributed.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/random.hpp"
@@ -536,9 +537,12 @@ void evaluate(Shard<T>& sh, MatrixView<const T> Z, Partial part) {
   auto& p = sh.p;
   auto& r = sh.report;
   const index_t a = sh.rows(), l = sh.dim(), c = sh.total, n = sh.A.count() * l;
-  const Method m = sh.opts.method;
-  const bool orthogonal = m == Method::odc || m == Method::gopp || m == Method::opp;
-  const bool consensus = (sh.opts.evaluate_consensus || m == Method::kawakami) && m != Method::gopp;
+  const core::MethodInfo& info = core::method_info(sh.opts.method);
+  const bool orthogonal = info.orthogonal;
+  const bool kawakami = info.objective == core::ObjectiveKind::consensus;
+  const bool tracked_consensus =
+      info.objective == core::ObjectiveKind::tracked && info.tracked_is_consensus;
+  const bool consensus = (sh.opts.evaluate_consensus || kawakami) && !tracked_consensus;
   // sums: objective, ||A||^2, consensus residuals, then (Kawakami) the l column sums.
   std::vector<double> sums(static_cast<size_t>(3 + l), 0.0);
   double orth = 0;
@@ -552,7 +556,7 @@ void evaluate(Shard<T>& sh, MatrixView<const T> Z, Partial part) {
     orth = static_cast<double>(*std::max_element(e.begin(), e.end()));
     if (part.objective_summed)
       sums[0] = part.objective;
-    else if (m == Method::imakura)
+    else if (info.objective == core::ObjectiveKind::to_target && !orthogonal)
       sums[0] = add(p.residuals(sh.A, StackView<const T>(sh.G), Z));
     if (consensus) {
       sums[1] = add(p.inner_products(sh.A, sh.A));
@@ -561,7 +565,7 @@ void evaluate(Shard<T>& sh, MatrixView<const T> Z, Partial part) {
       p.gemm(Op::none, Op::none, T(1) / T(c), sh.A.concatenated(),
              MatrixView<const T>(gv.data(), n, l), T(0), MatrixView<T>(zbar.data(), a, l));
     }
-    if (m == Method::kawakami) {
+    if (info.column_constraint) {
       const auto norms = p.product_column_norms(sh.A, StackView<const T>(sh.G));
       const index_t k = sh.A.count();
       for (index_t j = 0; j < l; ++j)
@@ -578,7 +582,7 @@ void evaluate(Shard<T>& sh, MatrixView<const T> Z, Partial part) {
   sh.comm.allreduce_max(&orth, 1);
   r.orthogonality_error = orth;
   r.consensus_objective = std::numeric_limits<double>::quiet_NaN();
-  if (m == Method::gopp) {
+  if (tracked_consensus) {
     r.objective = r.objective_history.empty() ? 0.0 : r.objective_history.back();
     r.consensus_objective = r.objective;
   } else {
@@ -589,9 +593,9 @@ void evaluate(Shard<T>& sh, MatrixView<const T> Z, Partial part) {
         orthogonal
             ? std::max(0.0, sums[1] - static_cast<double>(c) * p.sum_squares(zbar.data(), a * l))
             : sums[2];
-    if (m == Method::kawakami) r.objective = r.consensus_objective;
+    if (kawakami) r.objective = r.consensus_objective;
   }
-  if (m == Method::kawakami) {
+  if (info.column_constraint) {
     double worst = 0;
     for (index_t j = 0; j < l; ++j) worst = std::max(worst, std::abs(sums[3 + j] - 1.0));
     r.constraint_error = worst;
@@ -678,7 +682,7 @@ LocalAlignment<T> align_distributed(Communicator& comm, const Stack<T>& anchors,
   local_opts.reference_user = 0;
 
   out.G = Stack<T>(n, l, l);
-  const bool has_target = m != Method::kawakami;
+  const bool has_target = core::method_info(m).has_target;
   if (has_target) out.target = Matrix<T>(a, l);
   // Backend memory: the host arrays themselves on the CPU, copies on a device.
   Buffer<T> dA, dG, dZ;

@@ -4,15 +4,19 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "dcalign/align.hpp"
 #include "dcalign/error.hpp"
 #include "experiment/common.hpp"
 
 namespace dcalign::experiment {
 
 const std::set<std::string>& align_method_names() {
-  static const std::set<std::string> names = {"odc", "imakura", "kawakami", "gopp",
-                                              "opp", "rdp-ls",  "rdp-opp"};
+  static const std::set<std::string> names = [] {  // the library's method table
+    const std::vector<std::string> all = method_names();
+    return std::set<std::string>(all.begin(), all.end());
+  }();
   return names;
 }
 
