@@ -5,12 +5,6 @@
 namespace dcalign::core {
 namespace {
 
-// Kawakami-DC forms no target; the table's run functions share one signature.
-template <typename T>
-void run_kawakami_entry(Context<T>& ctx, MatrixView<T>) {
-  run_kawakami(ctx);
-}
-
 const std::vector<std::string> kTargetOptions = {"--target", "--reference-user", "--rotation",
                                                  "--target-rotation", "--target-out"};
 
@@ -19,128 +13,109 @@ std::vector<std::string> join(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
+template <template <typename> class Run>
+MethodInfo entry(Method m, const char* name) {
+  MethodInfo info;
+  info.method = m;
+  info.name = name;
+  info.run_f32 = &Run<float>::call;
+  info.run_f64 = &Run<double>::call;
+  return info;
+}
+
+// The run functions under one signature (Kawakami-DC takes no target).
+template <typename T>
+struct Odc {
+  static void call(Context<T>& c, MatrixView<T> z) { run_odc(c, z); }
+};
+template <typename T>
+struct Imakura {
+  static void call(Context<T>& c, MatrixView<T> z) { run_imakura(c, z); }
+};
+template <typename T>
+struct Kawakami {
+  static void call(Context<T>& c, MatrixView<T>) { run_kawakami(c); }
+};
+template <typename T>
+struct Gopp {
+  static void call(Context<T>& c, MatrixView<T> z) { run_gopp(c, z); }
+};
+template <typename T>
+struct Opp {
+  static void call(Context<T>& c, MatrixView<T> z) { run_opp(c, z); }
+};
+template <typename T>
+struct Rdp {
+  static void call(Context<T>& c, MatrixView<T> z) { run_rdp(c, z); }
+};
+
 std::vector<MethodInfo> make_table() {
   std::vector<MethodInfo> t;
-  // name, aliases, has_target, orthogonal, objective, tracked_is_consensus, column_constraint,
-  // lazy_scale_check, uses_svd, uses_polar, enrolment, model keys, CLI options, run functions
-  t.push_back({Method::odc,
-               "odc",
-               {},
-               true,
-               true,
-               ObjectiveKind::to_target,
-               false,
-               false,
-               true,
-               false,
-               true,
-               Enrolment::procrustes,
-               {"target", "reference_user", "rotation", "seed", "polar"},
-               kTargetOptions,
-               &run_odc<float>,
-               &run_odc<double>});
-  t.push_back({Method::imakura,
-               "imakura",
-               {"imakuradc"},
-               true,
-               false,
-               ObjectiveKind::to_target,
-               false,
-               false,
-               false,
-               true,
-               false,
-               Enrolment::least_squares,
-               {"right", "seed", "svd"},
-               {"--right", "--target-out"},
-               &run_imakura<float>,
-               &run_imakura<double>});
-  t.push_back({Method::kawakami,
-               "kawakami",
-               {"kawakamidc"},
-               false,
-               false,
-               ObjectiveKind::consensus,
-               false,
-               true,
-               false,
-               true,
-               false,
-               Enrolment::least_squares,
-               {"form", "svd"},
-               {"--kawakami-form"},
-               &run_kawakami_entry<float>,
-               &run_kawakami_entry<double>});
-  t.push_back({Method::gopp,
-               "gopp",
-               {"odcgopp"},
-               true,
-               true,
-               ObjectiveKind::tracked,
-               true,
-               false,
-               false,
-               true,
-               true,
-               Enrolment::procrustes,
-               {"init", "reference_user", "rotation", "seed", "svd", "tolerance", "max_iterations",
-                "iterations", "converged", "polar"},
-               join(kTargetOptions, {"--gopp-init", "--gopp-tolerance", "--gopp-max-iterations"}),
-               &run_gopp<float>,
-               &run_gopp<double>});
-  t.push_back({Method::opp,
-               "opp",
-               {"oppu1"},
-               true,
-               true,
-               ObjectiveKind::to_target,
-               false,
-               false,
-               false,
-               true,
-               true,
-               Enrolment::procrustes,
-               {"svd", "polar"},
-               {"--target-out"},
-               &run_opp<float>,
-               &run_opp<double>});
-  const std::vector<std::string> rdp_keys = {
-      "eta",   "gradient_tolerance", "max_iterations", "memory", "svd",
-      "polar", "iterations",         "converged"};
-  const std::vector<std::string> rdp_cli = {"--rdp-eta", "--rdp-gradient-tolerance",
-                                            "--rdp-max-iterations", "--rdp-memory", "--target-out"};
-  t.push_back({Method::rdp_ls,
-               "rdp-ls",
-               {},
-               true,
-               false,
-               ObjectiveKind::tracked,
-               false,
-               false,
-               false,
-               true,
-               true,
-               Enrolment::least_squares,
-               rdp_keys,
-               rdp_cli,
-               &run_rdp<float>,
-               &run_rdp<double>});
-  t.push_back({Method::rdp_opp,
-               "rdp-opp",
-               {},
-               true,
-               false,
-               ObjectiveKind::tracked,
-               false,
-               false,
-               false,
-               true,
-               true,
-               Enrolment::least_squares,
-               rdp_keys,
-               rdp_cli,
-               &run_rdp<float>,
-               &run_rdp<double>});
+
+  MethodInfo odc = entry<Odc>(Method::odc, "odc");
+  odc.orthogonal = true;
+  odc.lazy_scale_check = true;
+  odc.uses_polar = true;
+  odc.enrolment = Enrolment::procrustes;
+  odc.model_keys = {"target", "reference_user", "rotation", "seed", "polar"};
+  odc.cli_options = kTargetOptions;
+  t.push_back(odc);
+
+  MethodInfo imakura = entry<Imakura>(Method::imakura, "imakura");
+  imakura.aliases = {"imakuradc"};
+  imakura.uses_svd = true;
+  imakura.model_keys = {"right", "seed", "svd"};
+  imakura.cli_options = {"--right", "--target-out"};
+  t.push_back(imakura);
+
+  MethodInfo kawakami = entry<Kawakami>(Method::kawakami, "kawakami");
+  kawakami.aliases = {"kawakamidc"};
+  kawakami.has_target = false;
+  kawakami.objective = ObjectiveKind::consensus;
+  kawakami.column_constraint = true;
+  kawakami.uses_svd = true;
+  kawakami.model_keys = {"form", "svd"};
+  kawakami.cli_options = {"--kawakami-form"};
+  t.push_back(kawakami);
+
+  MethodInfo gopp = entry<Gopp>(Method::gopp, "gopp");
+  gopp.aliases = {"odcgopp"};
+  gopp.orthogonal = true;
+  gopp.objective = ObjectiveKind::tracked;
+  gopp.tracked_is_consensus = true;
+  gopp.uses_svd = true;
+  gopp.uses_polar = true;
+  gopp.enrolment = Enrolment::procrustes;
+  gopp.model_keys = {"init",      "reference_user", "rotation",   "seed",      "svd",
+                     "tolerance", "max_iterations", "iterations", "converged", "polar"};
+  gopp.cli_options =
+      join(kTargetOptions, {"--gopp-init", "--gopp-tolerance", "--gopp-max-iterations"});
+  t.push_back(gopp);
+
+  MethodInfo opp = entry<Opp>(Method::opp, "opp");
+  opp.aliases = {"oppu1"};
+  opp.orthogonal = true;
+  opp.uses_svd = true;
+  opp.uses_polar = true;
+  opp.enrolment = Enrolment::procrustes;
+  opp.model_keys = {"svd", "polar"};
+  opp.cli_options = {"--target-out"};
+  t.push_back(opp);
+
+  MethodInfo rdp_ls = entry<Rdp>(Method::rdp_ls, "rdp-ls");
+  rdp_ls.objective = ObjectiveKind::tracked;
+  rdp_ls.uses_svd = true;
+  rdp_ls.uses_polar = true;
+  rdp_ls.model_keys = {"eta",   "gradient_tolerance", "max_iterations", "memory", "svd",
+                       "polar", "iterations",         "converged"};
+  rdp_ls.cli_options = {"--rdp-eta", "--rdp-gradient-tolerance", "--rdp-max-iterations",
+                        "--rdp-memory", "--target-out"};
+  t.push_back(rdp_ls);
+
+  MethodInfo rdp_opp = rdp_ls;  // the same but for its start (src/core/rdp.cpp)
+  rdp_opp.method = Method::rdp_opp;
+  rdp_opp.name = "rdp-opp";
+  t.push_back(rdp_opp);
   return t;
 }
 

@@ -25,31 +25,31 @@ template <typename T>
 using RunMethod = void (*)(Context<T>&, MatrixView<T> target);
 
 struct MethodInfo {
-  Method method;
-  const char* name;                  ///< the canonical name: to_string(method)
+  Method method = Method::odc;
+  const char* name = "";             ///< the canonical name: to_string(method)
   std::vector<std::string> aliases;  ///< other accepted spellings, after normalising (no '-')
-  bool has_target;                   ///< the method forms a target Z (written by --target-out)
-  bool orthogonal;                   ///< its G_i are orthogonal
-  ObjectiveKind objective;
+  bool has_target = true;            ///< the method forms a target Z (written by --target-out)
+  bool orthogonal = false;           ///< its G_i are orthogonal
+  ObjectiveKind objective = ObjectiveKind::to_target;
   /// With ObjectiveKind::tracked: the tracked value is the consensus objective itself (GOPP,
   /// whose Z is the mean of the A_i G_i); otherwise the consensus is summed afterwards (RDP).
-  bool tracked_is_consensus;
+  bool tracked_is_consensus = false;
   /// The report's constraint_error is Kawakami-DC's column constraint max_k |sum_i ||A_i g_ik||^2 -
   /// 1|.
-  bool column_constraint;
+  bool column_constraint = false;
   /// The scale and value scan may wait until the method fails (ODC without the evaluation:
   /// its first product proves the anchors finite); the others scan first.
-  bool lazy_scale_check;
-  bool uses_svd;    ///< computes top-k singular vectors (--svd and model key "svd")
-  bool uses_polar;  ///< computes polar factors (--polar and model key "polar")
-  Enrolment enrolment;
+  bool lazy_scale_check = false;
+  bool uses_svd = false;    ///< computes top-k singular vectors (--svd and model key "svd")
+  bool uses_polar = false;  ///< computes polar factors (--polar and model key "polar")
+  Enrolment enrolment = Enrolment::least_squares;
   /// The keys of model.json's "options" object (Aligner::save writes exactly these).
   std::vector<std::string> model_keys;
   /// The method-specific CLI options it uses (the generic ones, --svd and --polar, follow from
   /// uses_svd and uses_polar); any other method refuses them.
   std::vector<std::string> cli_options;
-  RunMethod<float> run_f32;
-  RunMethod<double> run_f64;
+  RunMethod<float> run_f32 = nullptr;
+  RunMethod<double> run_f64 = nullptr;
 
   template <typename T>
   RunMethod<T> run() const;
