@@ -46,14 +46,10 @@ import time
 
 import numpy as np
 
+from numpy_peer import haar_orthogonal  # the same O as the per-user NumPy peer
+
 ENV_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OPENBLAS_DEFAULT_NUM_THREADS",
             "GOTO_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_VERBOSE")
-
-
-def haar_orthogonal(l, rng):
-    """Haar-distributed orthogonal l x l matrix: QR of a Gaussian, signs of diag(R) into Q."""
-    q, r = np.linalg.qr(rng.standard_normal((l, l)))
-    return q * np.sign(np.diag(r))
 
 
 def product_einsum(anchors, concat, target):
@@ -79,7 +75,7 @@ FORMS = {"einsum": "np.einsum('kai,aj->kij', A, T, optimize=True)",
 
 def batched_odc(anchors, concat, rng, product):
     """G (c x l x l), the polar factors of A_i^T A_0 O, with O drawn from rng."""
-    o = haar_orthogonal(anchors.shape[2], rng)
+    o = haar_orthogonal(anchors.shape[2], rng, np.float64)
     target = anchors[0] @ o
     m = product(anchors, concat, target)
     u, _, vt = np.linalg.svd(m)
@@ -170,7 +166,7 @@ def main(argv=None):
         return np.random.default_rng(args.seed)
 
     concat = np.ascontiguousarray(anchors.transpose(1, 0, 2).reshape(a, c * l))
-    probe_target = anchors[0] @ haar_orthogonal(l, fresh_rng())
+    probe_target = anchors[0] @ haar_orthogonal(l, fresh_rng(), np.float64)
     chosen, probe = choose_product(anchors, concat, probe_target)
     product = PRODUCTS[chosen]
 

@@ -60,14 +60,17 @@ class Rng {
     return x % n;
   }
 
- private:
-  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  /// splitmix64: advances the state x and returns the next output (the seeding of the
+  /// generator; also a fixed hash of an index, x = i giving the same value on every machine).
   static std::uint64_t splitmix64(std::uint64_t& x) {
     std::uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     return z ^ (z >> 31);
   }
+
+ private:
+  static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   std::uint64_t s_[4];
   double spare_ = 0.0;
   bool has_spare_ = false;

@@ -6,12 +6,12 @@
 #include <sstream>
 #include <string>
 
+#include "base/host_blas.hpp"
 #include "dcalign/backend.hpp"
 
+// openblas_get_config, openblas_get_corename and openblas_get_num_threads come with OpenBLAS's
+// cblas.h (through host_blas.hpp).
 extern "C" {
-int openblas_get_num_threads(void);
-char* openblas_get_config(void);
-char* openblas_get_corename(void);
 // OpenBLAS's kernel-table loader, exported by DYNAMIC_ARCH builds only (hence weak: a build
 // with one fixed kernel set leaves them null, and its kernels are not switchable).
 void gotoblas_dynamic_init(void) __attribute__((weak));

@@ -13,46 +13,25 @@ std::vector<std::string> join(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
-template <template <typename> class Run>
-MethodInfo entry(Method m, const char* name) {
+MethodInfo entry(Method m, const char* name, RunMethod<float> run_f32, RunMethod<double> run_f64) {
   MethodInfo info;
   info.method = m;
   info.name = name;
-  info.run_f32 = &Run<float>::call;
-  info.run_f64 = &Run<double>::call;
+  info.run_f32 = run_f32;
+  info.run_f64 = run_f64;
   return info;
 }
 
-// The run functions under one signature (Kawakami-DC takes no target).
+// Kawakami-DC forms no target: its run function under the table's signature.
 template <typename T>
-struct Odc {
-  static void call(Context<T>& c, MatrixView<T> z) { run_odc(c, z); }
-};
-template <typename T>
-struct Imakura {
-  static void call(Context<T>& c, MatrixView<T> z) { run_imakura(c, z); }
-};
-template <typename T>
-struct Kawakami {
-  static void call(Context<T>& c, MatrixView<T>) { run_kawakami(c); }
-};
-template <typename T>
-struct Gopp {
-  static void call(Context<T>& c, MatrixView<T> z) { run_gopp(c, z); }
-};
-template <typename T>
-struct Opp {
-  static void call(Context<T>& c, MatrixView<T> z) { run_opp(c, z); }
-};
-template <typename T>
-struct Rdp {
-  static void call(Context<T>& c, MatrixView<T> z) { run_rdp(c, z); }
-};
+void run_kawakami_entry(Context<T>& ctx, MatrixView<T>) {
+  run_kawakami(ctx);
+}
 
 std::vector<MethodInfo> make_table() {
   std::vector<MethodInfo> t;
 
-  MethodInfo odc = entry<Odc>(Method::odc, "odc");
+  MethodInfo odc = entry(Method::odc, "odc", &run_odc<float>, &run_odc<double>);
   odc.orthogonal = true;
   odc.lazy_scale_check = true;
   odc.uses_polar = true;
@@ -61,14 +40,15 @@ std::vector<MethodInfo> make_table() {
   odc.cli_options = kTargetOptions;
   t.push_back(odc);
 
-  MethodInfo imakura = entry<Imakura>(Method::imakura, "imakura");
+  MethodInfo imakura = entry(Method::imakura, "imakura", &run_imakura<float>, &run_imakura<double>);
   imakura.aliases = {"imakuradc"};
   imakura.uses_svd = true;
   imakura.model_keys = {"right", "seed", "svd"};
   imakura.cli_options = {"--right", "--target-out"};
   t.push_back(imakura);
 
-  MethodInfo kawakami = entry<Kawakami>(Method::kawakami, "kawakami");
+  MethodInfo kawakami =
+      entry(Method::kawakami, "kawakami", &run_kawakami_entry<float>, &run_kawakami_entry<double>);
   kawakami.aliases = {"kawakamidc"};
   kawakami.has_target = false;
   kawakami.objective = ObjectiveKind::consensus;
@@ -78,7 +58,7 @@ std::vector<MethodInfo> make_table() {
   kawakami.cli_options = {"--kawakami-form"};
   t.push_back(kawakami);
 
-  MethodInfo gopp = entry<Gopp>(Method::gopp, "gopp");
+  MethodInfo gopp = entry(Method::gopp, "gopp", &run_gopp<float>, &run_gopp<double>);
   gopp.aliases = {"odcgopp"};
   gopp.orthogonal = true;
   gopp.objective = ObjectiveKind::tracked;
@@ -92,7 +72,7 @@ std::vector<MethodInfo> make_table() {
       join(kTargetOptions, {"--gopp-init", "--gopp-tolerance", "--gopp-max-iterations"});
   t.push_back(gopp);
 
-  MethodInfo opp = entry<Opp>(Method::opp, "opp");
+  MethodInfo opp = entry(Method::opp, "opp", &run_opp<float>, &run_opp<double>);
   opp.aliases = {"oppu1"};
   opp.orthogonal = true;
   opp.uses_svd = true;
@@ -102,7 +82,7 @@ std::vector<MethodInfo> make_table() {
   opp.cli_options = {"--target-out"};
   t.push_back(opp);
 
-  MethodInfo rdp_ls = entry<Rdp>(Method::rdp_ls, "rdp-ls");
+  MethodInfo rdp_ls = entry(Method::rdp_ls, "rdp-ls", &run_rdp<float>, &run_rdp<double>);
   rdp_ls.objective = ObjectiveKind::tracked;
   rdp_ls.uses_svd = true;
   rdp_ls.uses_polar = true;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/common.hpp"
+#include "dcalign/random.hpp"
 
 namespace dcalign::core {
 namespace {
@@ -104,15 +105,13 @@ template <typename T>
 void canonical_signs(Primitives<T>& p, MatrixView<T> X, MatrixView<T> Y) {
   const index_t n = X.rows(), k = X.cols();
   if (n == 0 || k == 0) return;
-  // The probe r: entries in [-1/2, 1/2) from a hash of the row index (splitmix64's finaliser),
-  // the same on every machine and for every call, and generic, so that x_j^T r is far from 0
-  // for any vector met in practice (|x_j^T r| is of order ||x_j|| / sqrt(12)).
+  // The probe r: entries in [-1/2, 1/2) from a hash of the row index (splitmix64), the same on
+  // every machine and for every call, and generic, so that x_j^T r is far from 0 for any
+  // vector met in practice (|x_j^T r| is of order ||x_j|| / sqrt(12)).
   std::vector<T> r(static_cast<size_t>(n));
   for (index_t i = 0; i < n; ++i) {
-    std::uint64_t z = static_cast<std::uint64_t>(i) + 0x9E3779B97F4A7C15ULL;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    z ^= z >> 31;
+    std::uint64_t state = static_cast<std::uint64_t>(i);
+    const std::uint64_t z = Rng::splitmix64(state);
     r[static_cast<size_t>(i)] = static_cast<T>(static_cast<double>(z >> 11) * 0x1.0p-53 - 0.5);
   }
   Buffer<T> rb = p.allocate(n), db = p.allocate(k);

@@ -15,8 +15,7 @@ std::string CpuBackend::description() const {
   const base::BlasRuntime& blas = base::blas_runtime();
   return "cpu: " + std::to_string(f64_.threads()) + " threads over users, BLAS " + blas.config +
          " with " + std::to_string(openblas_get_num_threads()) + " threads, kernels " +
-         blas.kernels + " (chosen by " + blas.chosen_by + "), own kernels " +
-         to_string(kernel_isa());
+         blas.kernels + " (chosen by " + blas.chosen_by + "), own kernels " + own_kernels();
 }
 
 std::shared_ptr<Backend> make_cpu_backend(const BackendOptions& opts) {

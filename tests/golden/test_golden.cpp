@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/backends.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/experiment.hpp"
@@ -41,17 +42,11 @@ std::string hex(double v) {
 }
 double unhex(const json& j) { return std::strtod(j.get<std::string>().c_str(), nullptr); }
 
-std::string own_kernels() {
-  // The description ends with "own kernels <isa>".
-  const std::string d = make_backend(Device::cpu)->description();
-  return d.substr(d.rfind(' ') + 1);
-}
-
 /// What the golden values depend on besides the code: the BLAS kernels, dcalign's own, the
 /// number of threads (the order of parallel sums) and the build (compiler, flags).
 json machine() {
   return {{"blas_kernels", blas_info().kernels},
-          {"own_kernels", own_kernels()},
+          {"own_kernels", cpu::own_kernels()},
           {"hardware_threads", std::thread::hardware_concurrency()},
           {"build", DCALIGN_GOLDEN_BUILD}};
 }
