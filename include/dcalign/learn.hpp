@@ -163,6 +163,8 @@ class Model {
 /// "mlp", "logreg", "svm", "knn" or "forest". Throws InvalidInput for an unknown name or invalid
 /// options, BackendError for an unavailable device.
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options = {});
+/// The kinds make_model knows ("mlp", "logreg", "svm", "knn", "forest"), in that order.
+std::vector<std::string> model_names();
 
 // ---------------------------------------------------------------------------------------------
 // Federated averaging (FedAvg; McMahan et al. 2017, as paper 002 section 3.3 runs it): the

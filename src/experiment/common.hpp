@@ -77,6 +77,19 @@ Split draw_split(const Config& c, const data::Dataset& train, const data::Datase
                  index_t n_test, index_t trial);
 
 namespace detail {
+/// The checks on a Config alone (config_checks.cpp), before anything is loaded: load_config
+/// applies them to a file, the runner to every point, so that a Config built in code meets them
+/// too. Throws InvalidInput naming the key, and the file when the config came from one.
+void check_config(const Config& config);
+/// "experiment", or "experiment file '<source>'" for a config read from a file: how messages
+/// about a config begin.
+std::string where(const Config& config);
+/// An error about a configuration key: "<where>: key '<key>' <what>".
+[[noreturn]] void key_error(const Config& config, const char* key, const std::string& what);
+/// Every name in `given` (at least one) is in `known`, else InvalidInput naming the key and the
+/// known names; `what` says what the names are ("model").
+void check_names(const Config& config, const std::vector<std::string>& given,
+                 const std::set<std::string>& known, const char* what, const char* key);
 /// The [[statistics]] specs against the config (names, methods, factors); throws InvalidInput.
 void validate_statistics(const Config& config);
 /// One point of a run (no sweep): Runner's checks alone (loading the dataset), and the run.

@@ -23,6 +23,7 @@
 
 #include "dcalign/checked.hpp"
 #include "dcalign/experiment.hpp"
+#include "experiment/common.hpp"
 
 namespace dcalign::experiment {
 namespace {
@@ -275,11 +276,6 @@ Config load_config(const std::string& path) {
   const std::int64_t max_threads =
       4 * static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   r.get("name", c.name);
-  if (const auto why = experiment_name_problem(c.name); !why.empty())
-    throw InvalidInput("experiment file '" + path + "': key 'name' = \"" + c.name + "\" " + why +
-                       "; it names the output files in --out, so it must be a single plain file "
-                       "name of letters, digits, '_', '-', '.' and '+', not starting with '.' "
-                       "or '-'");
   r.get("protocol", c.protocol);
   r.get("dataset", c.dataset);
   // Never echoed back whole: a name is short.
@@ -327,7 +323,6 @@ Config load_config(const std::string& path) {
   r.get_list("methods", c.methods);
   r.get("kawakami_form", c.kawakami_form);
   r.get("redraw", c.redraw);
-  if (c.redraw != "all" && c.redraw != "alignment") r.fail("redraw", "\"all\" or \"alignment\"");
   r.get("standardize_aligned", c.standardize_aligned);
   r.get("align_timing", c.align_timing);
   for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"rdp_eta", &c.rdp_eta},
@@ -368,14 +363,6 @@ Config load_config(const std::string& path) {
     f.integer("rounds", c.fedavg_rounds, 1, 1 << 20);
     f.real("participation", c.fedavg_participation, 0, true, 1, false);
     f.reject_unknown();
-    for (const auto& name : c.fedavg_configurations) {
-      try {
-        parse_fedavg_configuration(name);
-      } catch (const InvalidInput& e) {
-        f.fail("configurations",
-               (std::string("a list of \"<E>E<B>B\" names: ") + e.what()).c_str());
-      }
-    }
   }
   if (const toml::table* sweep = r.section("sweep")) {
     Reader f(*sweep, path, "sweep.");
@@ -403,71 +390,16 @@ Config load_config(const std::string& path) {
   } catch (const InvalidInput& e) {
     throw InvalidInput("experiment file '" + path + "': " + e.what());
   }
+  // The rules on the values, shared with a Config built in code; then those that only a file
+  // has: keys it sets that the run would not use.
+  detail::check_config(c);
   const bool fedavg = std::find(c.methods.begin(), c.methods.end(), "fedavg") != c.methods.end();
   if (t.get("fedavg") && !fedavg)
     r.fail("fedavg", "left out unless \"fedavg\" is in methods (the section would do nothing)");
-  if (fedavg && c.protocol != "dc")
-    r.fail("methods", "free of \"fedavg\" unless protocol = \"dc\"");
-  // The protocol allocates users x samples_per_user training rows: a product that does not
-  // even fit 64 bits is rejected here, by the file's name, rather than overflowing later.
-  (void)checked_mul(c.users, c.samples_per_user,
-                    "experiment file '" + path + "': users x samples_per_user");
-  if (c.dataset.empty()) r.fail("dataset", "set to a dataset name");
-  if (c.samples_per_user == 0 && c.partition != "label-skew")
-    r.fail("samples_per_user",
-           "at least 1 (0, every training row, needs partition = \"label-skew\")");
-  if (c.onehot != "full" && c.onehot != "drop-first")
-    r.fail("onehot", "\"full\" or \"drop-first\"");
-  if (c.heart_ca != "continuous" && c.heart_ca != "categorical")
-    r.fail("heart_ca", "\"continuous\" or \"categorical\"");
-  if (c.heart_ca == "categorical" && c.dataset != "heart-disease")
-    r.fail("heart_ca", "left out (or \"continuous\") for a dataset other than \"heart-disease\"");
-  // What the file alone decides; the comparisons with the dataset's rows (and with test_samples
-  // when the test set is drawn from the pool) follow when run() has loaded it, before any trial.
-  if (c.subsample > 0 && c.subsample < c.users * c.samples_per_user) {
-    std::ostringstream os;
-    os << "experiment file '" << path << "': key 'subsample' = " << c.subsample
-       << " is too small: expected at least users x samples_per_user = " << c.users << " x "
-       << c.samples_per_user << " = " << c.users * c.samples_per_user
-       << " rows (plus test_samples when the test set is drawn from the dataset), or 0 for no "
-          "subsample";
-    throw InvalidInput(os.str());
-  }
-  if (c.emulate_duplicates > 0 && c.subsample > c.emulate_duplicates) {
-    std::ostringstream os;
-    os << "experiment file '" << path << "': key 'subsample' = " << c.subsample
-       << " exceeds the emulate_duplicates = " << c.emulate_duplicates
-       << " rows of the pool it is drawn from";
-    throw InvalidInput(os.str());
-  }
-  if (mo.forest.tree_method != "exact" && mo.forest.tree_method != "hist")
-    r.fail("forest_tree_method", "\"exact\" or \"hist\"");
-  if (c.odc_rotation != "haar" && c.odc_rotation != "identity")
-    r.fail("odc_rotation", "\"haar\" or \"identity\"");
-  if (c.imakura_right != "identity" && c.imakura_right != "uniform")
-    r.fail("imakura_right", "\"identity\" or \"uniform\"");
-  if (c.protocol != "dc" && c.protocol != "nri-dc") r.fail("protocol", "\"dc\" or \"nri-dc\"");
-  if (c.kawakami_form != "qr-svd" && c.kawakami_form != "eigen")
-    r.fail("kawakami_form", "\"qr-svd\" or \"eigen\"");
-  if (c.test_split != "official" && c.test_split != "pooled")
-    r.fail("test_split", "\"official\" or \"pooled\"");
-  if (c.test_split == "pooled" && c.test_samples < 1)
-    r.fail("test_samples",
-           "at least 1 with test_split = \"pooled\" (the rows each trial draws from the pool "
-           "for its test set)");
-  const std::string holder = c.holder();
-  if (c.protocol == "dc" && holder != "own" && holder != "first")
-    r.fail("test_holder", "\"own\" or \"first\" (\"shared\" needs protocol = \"nri-dc\")");
-  if (c.protocol == "nri-dc" && holder != "own" && holder != "first" && holder != "shared")
-    r.fail("test_holder", "\"own\", \"first\" or \"shared\"");
   // NRI-DC has no secret-basis conditions (each worker's basis is its own PCA); a file that
   // sets them expects something the protocol does not do.
   if (c.protocol == "nri-dc" && t.get("conditions"))
     r.fail("conditions", "left out for protocol = \"nri-dc\" (every worker uses its own PCA)");
-  if (c.dp_target != "none" && c.dp_target != "released" && c.dp_target != "raw")
-    r.fail("dp_target", "\"none\", \"released\" or \"raw\"");
-  if (c.dp_enabled() && c.protocol != "dc")
-    r.fail("dp_target", "left out (or \"none\") for a protocol other than \"dc\"");
   // The one rule for keys (as for the command line's options): a key the run would not use is
   // an error, never silently ignored. `unless` says what would use it.
   const auto refuse_unused = [&](const char* key, bool used, const std::string& unless) {
@@ -503,25 +435,8 @@ Config load_config(const std::string& path) {
   for (const char* key : {"nri_delta", "nri_permute"})
     refuse_unused(key, c.protocol == "nri-dc", "protocol = \"nri-dc\"");
   refuse_unused("dirichlet_alpha", c.partition == "dirichlet", "partition = \"dirichlet\"");
-  // The privacy measurements: known names, each once, and a threshold and the defence only
-  // where "dr" gives them their ratios; protocol "dc" or "nri-dc" (vertical partitions are
-  // refused in run()).
-  for (size_t k = 0; k < c.privacy.size(); ++k) {
-    const std::string& p = c.privacy[k];
-    if (p != "collusion" && p != "dr")
-      r.fail("privacy", ("a list of \"collusion\" and \"dr\" (got \"" + p + "\")").c_str());
-    if (std::find(c.privacy.begin(), c.privacy.begin() + static_cast<std::ptrdiff_t>(k), p) !=
-        c.privacy.begin() + static_cast<std::ptrdiff_t>(k))
-      r.fail("privacy", ("a list naming each measurement once (\"" + p + "\" twice)").c_str());
-  }
-  if (c.measures("collusion") && c.users < 2)
-    r.fail("privacy", "free of \"collusion\" unless users >= 2 (user 1 attacks the others)");
   if (t.get("privacy_dr_epsilon") && !c.measures("dr"))
     r.fail("privacy_dr_epsilon", "left out unless privacy lists \"dr\"");
-  if (c.privacy_defence && !c.measures("dr"))
-    r.fail("privacy_defence",
-           "false (or left out) unless privacy lists \"dr\" (the defence drops the rows whose "
-           "epsilon-DR ratio is below privacy_dr_epsilon)");
   return c;
 }
 

@@ -1,4 +1,5 @@
-// Model base class (argument validation shared by all models) and the factory.
+// Model base class (argument validation shared by all models) and the model table: each
+// model's name, factory and checks of its options.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -119,6 +120,77 @@ void require(bool ok, const std::string& what) {
   if (!ok) throw InvalidInput("make_model: " + what);
 }
 
+// Each model's checks of the options it reads.
+void check_mlp(const ModelOptions& o) {
+  const MlpOptions& m = o.mlp;
+  for (size_t i = 0; i < m.hidden_layers.size(); ++i)
+    require(m.hidden_layers[i] > 0, "mlp.hidden_layers[" + std::to_string(i) +
+                                        "] = " + std::to_string(m.hidden_layers[i]) +
+                                        "; expected a positive layer width");
+  require(m.learning_rate > 0, "mlp.learning_rate must be positive");
+  require(m.beta1 >= 0 && m.beta1 < 1 && m.beta2 >= 0 && m.beta2 < 1,
+          "mlp.beta1 and mlp.beta2 must lie in [0, 1)");
+  require(m.epsilon > 0, "mlp.epsilon must be positive");
+  require(m.alpha >= 0, "mlp.alpha must be non-negative");
+  require(m.batch_size > 0,
+          "mlp.batch_size = " + std::to_string(m.batch_size) + "; expected a positive batch size");
+  require(m.max_epochs > 0, "mlp.max_epochs must be positive");
+  require(!m.early_stopping || (m.validation_fraction > 0 && m.validation_fraction < 1),
+          "mlp.validation_fraction = " + fmt(m.validation_fraction) +
+              "; expected a fraction in (0, 1) with early stopping");
+  require(m.n_iter_no_change > 0, "mlp.n_iter_no_change must be positive");
+  require(m.tol >= 0, "mlp.tol must be non-negative");
+}
+
+void check_logreg(const ModelOptions& o) {
+  require(o.logreg.C > 0, "logreg.C = " + fmt(o.logreg.C) + "; expected C > 0");
+  require(o.logreg.max_iter > 0, "logreg.max_iter must be positive");
+  require(o.logreg.tol >= 0, "logreg.tol must be non-negative");
+}
+
+void check_svm(const ModelOptions& o) {
+  // C, epsilon, tol and cache size are checked by LIBSVM's svm_check_parameter at fit time.
+  require(std::isfinite(o.svm.gamma), "svm.gamma must be finite (<= 0 selects \"scale\")");
+}
+
+void check_knn(const ModelOptions& o) {
+  require(o.knn.k > 0, "knn.k = " + std::to_string(o.knn.k) + "; expected k >= 1");
+}
+
+void check_forest(const ModelOptions& o) {
+  const ForestOptions& f = o.forest;
+  require(f.n_estimators > 0, "forest.n_estimators = " + std::to_string(f.n_estimators) +
+                                  "; expected at least one tree");
+  require(f.max_depth >= 0, "forest.max_depth = " + std::to_string(f.max_depth) +
+                                "; expected 0 (unlimited) or a positive depth");
+  require(f.subsample > 0 && f.subsample <= 1,
+          "forest.subsample = " + fmt(f.subsample) + "; expected a fraction in (0, 1]");
+  require(std::isfinite(f.max_features) && f.max_features <= 1,
+          "forest.max_features = " + fmt(f.max_features) +
+              "; expected a fraction in (0, 1], or <= 0 for sklearn's default");
+  require(f.tree_method == "exact" || f.tree_method == "hist",
+          "forest.tree_method = \"" + f.tree_method + "\"; expected \"exact\" or \"hist\"");
+}
+
+// The model table: every kind make_model knows, its factory and its checks, in the order the
+// messages list them.
+struct ModelKind {
+  const char* name;
+  std::unique_ptr<Model> (*make)(const ModelOptions&);
+  void (*check)(const ModelOptions&);
+};
+constexpr ModelKind kModels[] = {
+    {"mlp", detail::make_mlp, check_mlp},          {"logreg", detail::make_logreg, check_logreg},
+    {"svm", detail::make_svm, check_svm},          {"knn", detail::make_knn, check_knn},
+    {"forest", detail::make_forest, check_forest},
+};
+
+const ModelKind* find_model(const std::string& kind) {
+  for (const auto& m : kModels)
+    if (kind == m.name) return &m;
+  return nullptr;
+}
+
 }  // namespace
 
 namespace detail {
@@ -126,48 +198,7 @@ namespace detail {
 void validate_options(const std::string& kind, const ModelOptions& o) {
   require(o.threads >= 0, "threads = " + std::to_string(o.threads) +
                               "; expected 0 (all cores) or a positive count");
-  if (kind == "mlp") {
-    const MlpOptions& m = o.mlp;
-    for (size_t i = 0; i < m.hidden_layers.size(); ++i)
-      require(m.hidden_layers[i] > 0, "mlp.hidden_layers[" + std::to_string(i) +
-                                          "] = " + std::to_string(m.hidden_layers[i]) +
-                                          "; expected a positive layer width");
-    require(m.learning_rate > 0, "mlp.learning_rate must be positive");
-    require(m.beta1 >= 0 && m.beta1 < 1 && m.beta2 >= 0 && m.beta2 < 1,
-            "mlp.beta1 and mlp.beta2 must lie in [0, 1)");
-    require(m.epsilon > 0, "mlp.epsilon must be positive");
-    require(m.alpha >= 0, "mlp.alpha must be non-negative");
-    require(m.batch_size > 0, "mlp.batch_size = " + std::to_string(m.batch_size) +
-                                  "; expected a positive batch size");
-    require(m.max_epochs > 0, "mlp.max_epochs must be positive");
-    require(!m.early_stopping || (m.validation_fraction > 0 && m.validation_fraction < 1),
-            "mlp.validation_fraction = " + fmt(m.validation_fraction) +
-                "; expected a fraction in (0, 1) with early stopping");
-    require(m.n_iter_no_change > 0, "mlp.n_iter_no_change must be positive");
-    require(m.tol >= 0, "mlp.tol must be non-negative");
-  } else if (kind == "logreg") {
-    require(o.logreg.C > 0, "logreg.C = " + fmt(o.logreg.C) + "; expected C > 0");
-    require(o.logreg.max_iter > 0, "logreg.max_iter must be positive");
-    require(o.logreg.tol >= 0, "logreg.tol must be non-negative");
-  } else if (kind == "svm") {
-    // C, epsilon, tol and cache size are checked by LIBSVM's svm_check_parameter at fit time.
-    require(std::isfinite(o.svm.gamma), "svm.gamma must be finite (<= 0 selects \"scale\")");
-  } else if (kind == "knn") {
-    require(o.knn.k > 0, "knn.k = " + std::to_string(o.knn.k) + "; expected k >= 1");
-  } else if (kind == "forest") {
-    const ForestOptions& f = o.forest;
-    require(f.n_estimators > 0, "forest.n_estimators = " + std::to_string(f.n_estimators) +
-                                    "; expected at least one tree");
-    require(f.max_depth >= 0, "forest.max_depth = " + std::to_string(f.max_depth) +
-                                  "; expected 0 (unlimited) or a positive depth");
-    require(f.subsample > 0 && f.subsample <= 1,
-            "forest.subsample = " + fmt(f.subsample) + "; expected a fraction in (0, 1]");
-    require(std::isfinite(f.max_features) && f.max_features <= 1,
-            "forest.max_features = " + fmt(f.max_features) +
-                "; expected a fraction in (0, 1], or <= 0 for sklearn's default");
-    require(f.tree_method == "exact" || f.tree_method == "hist",
-            "forest.tree_method = \"" + f.tree_method + "\"; expected \"exact\" or \"hist\"");
-  }
+  if (const ModelKind* m = find_model(kind)) m->check(o);
 }
 
 }  // namespace detail
@@ -185,15 +216,18 @@ void validate(const FedAvgOptions& o) {
         "participation p = " + fmt(o.participation) + "; expected a fraction in (0, 1]");
 }
 
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& m : kModels) names.push_back(m.name);
+  return names;
+}
+
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options) {
   detail::validate_options(kind, options);
-  if (kind == "mlp") return detail::make_mlp(options);
-  if (kind == "logreg") return detail::make_logreg(options);
-  if (kind == "svm") return detail::make_svm(options);
-  if (kind == "knn") return detail::make_knn(options);
-  if (kind == "forest") return detail::make_forest(options);
-  throw InvalidInput("make_model: unknown model \"" + kind +
-                     "\"; expected one of mlp, logreg, svm, knn, forest");
+  if (const ModelKind* m = find_model(kind)) return m->make(options);
+  std::string list;
+  for (const auto& m : kModels) list += (list.empty() ? "" : ", ") + std::string(m.name);
+  throw InvalidInput("make_model: unknown model \"" + kind + "\"; expected one of " + list);
 }
 
 }  // namespace dcalign::learn

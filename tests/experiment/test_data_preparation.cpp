@@ -103,7 +103,7 @@ TEST(ExperimentDataPrep, TestSplitKeyIsReadAndChecked) {
   expect_config_error(d + "test_split = \"random\"\n",
                       {"'test_split'", "\"official\" or \"pooled\""});
   expect_config_error(d + "test_split = \"pooled\"\n",
-                      {"'test_samples'", "at least 1 with test_split = \"pooled\""});
+                      {"'test_split' = \"pooled\"", "needs test_samples >= 1"});
   // A Config built in code is checked the same way.
   experiment::Config c = load_toml(d);
   c.source.clear();

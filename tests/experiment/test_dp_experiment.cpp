@@ -54,7 +54,7 @@ TEST(ExperimentDp, BadKeysFailWhenTheFileIsReadNamingTheKey) {
                       {"'dp_target'", "\"none\", \"released\" or \"raw\""});
   expect_config_error(kBase + "dp_target = 1\n", {"'dp_target'", "a string"});
   expect_config_error(kBase + "protocol = \"nri-dc\"\ndp_target = \"raw\"\n",
-                      {"'dp_target'", "protocol other than \"dc\""});
+                      {"'dp_target'", "needs protocol \"dc\""});
   // A DP parameter without a DP target would change nothing: refused, not ignored.
   expect_config_error(kBase + "dp_epsilon = 4\n", {"'dp_epsilon'", "unless dp_target"});
   expect_config_error(kBase + "dp_target = \"none\"\ndp_delta = 0.01\n",

@@ -147,7 +147,7 @@ TEST(FedAvgExperiment, BadFedAvgSettingsFailBeforeTraining) {
                       {"key 'fedavg'", "unless \"fedavg\" is in methods"});
   expect_config_error(
       "dataset = \"synthetic\"\nprotocol = \"nri-dc\"\nmethods = [\"odc\", \"fedavg\"]\n",
-      {"key 'methods'", "protocol = \"dc\""});
+      {"key 'methods'", "needs protocol \"dc\""});
   expect_config_error(base + "mlp_hidden_layers = [512, 0]\n", {"mlp_hidden_layers", "from 1"});
   expect_config_error(base + "mlp_hidden = 5\nmlp_hidden_layers = [4]\n", {"mlp_hidden_layers"});
   expect_config_error(base + "svm_gamma = 0\n", {"svm_gamma"});

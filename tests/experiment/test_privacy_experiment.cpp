@@ -47,7 +47,7 @@ TEST(ExperimentPrivacy, KeysAreReadWithTheirDefaults) {
 
 TEST(ExperimentPrivacy, BadKeysFailWhenTheFileIsReadNamingTheKey) {
   expect_config_error(kBase + "privacy = [\"membership\"]\n",
-                      {"'privacy'", "\"collusion\" and \"dr\"", "membership"});
+                      {"'privacy'", "\"collusion\" or \"dr\"", "membership"});
   expect_config_error(kBase + "privacy = [\"dr\", \"dr\"]\n", {"'privacy'", "twice"});
   expect_config_error(kBase + "privacy = \"dr\"\n", {"'privacy'", "an array of strings"});
   expect_config_error(kBase + "privacy = [1]\n", {"'privacy'", "an array of strings"});
@@ -66,9 +66,9 @@ TEST(ExperimentPrivacy, BadKeysFailWhenTheFileIsReadNamingTheKey) {
   expect_config_error(kBase + "privacy = [\"dr\"]\nprivacy_defence = 1\n",
                       {"'privacy_defence'", "true or false"});
   expect_config_error(kBase + "privacy = [\"collusion\"]\nprivacy_defence = true\n",
-                      {"'privacy_defence'", "unless privacy lists \"dr\""});
+                      {"'privacy_defence'", "needs \"dr\" in privacy"});
   expect_config_error(kBase + "privacy_defence = true\n",
-                      {"'privacy_defence'", "unless privacy lists \"dr\""});
+                      {"'privacy_defence'", "needs \"dr\" in privacy"});
 }
 
 TEST(ExperimentPrivacy, NriDcAndTheDefenceAreReadFromTheFile) {

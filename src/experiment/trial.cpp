@@ -1,0 +1,440 @@
+// The trial protocols: DC (paper 001, Algorithm 1 and section 7) per secret-basis condition,
+// NRI-DC (paper 004, Algorithm 1 and section 4.1; its three steps are in nri_dc.cpp), and the
+// Central and Local baselines; the models fitted and scored on what each produces.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "dcalign/privacy.hpp"
+#include "dcalign/random.hpp"
+#include "experiment/nri_dc.hpp"
+#include "experiment/runner.hpp"
+
+namespace dcalign::experiment::detail {
+namespace {
+
+// Whether the labels hold every one of the K classes (the AUC metrics need that).
+bool all_classes(const std::vector<double>& y, index_t num_classes) {
+  return static_cast<index_t>(std::set<double>(y.begin(), y.end()).size()) >= num_classes;
+}
+
+std::string machine_description() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line, model = "unknown CPU";
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
+}
+
+}  // namespace
+
+Result Runner::run() {
+  const auto t0 = Clock::now();
+  prepare();
+  // The CPU backend's threads too: one per run unless asked (two OpenMP threads made step 9
+  // 1.7x slower on the 2-core development machine, bench/results/004).
+  BackendOptions bo;
+  bo.threads = c_.threads;
+  backend_ = make_backend(parse_device(c_.device), bo);
+  Result res;
+  res.config = c_;
+  res.machine = machine_description();
+  for (index_t t = 0; t < c_.trials; ++t) {
+    const double el = since(t0);
+    if (progress_) {
+      std::ostringstream os;
+      os << "trial " << (t + 1) << " of " << c_.trials << ", elapsed " << static_cast<int>(el)
+         << " s";
+      if (t > 0) os << ", estimated " << static_cast<int>(el / t * (c_.trials - t)) << " s left";
+      progress_(os.str());
+    }
+    trial(t, res);
+  }
+  res.wall_seconds = since(t0);
+  return res;
+}
+
+void Runner::trial(index_t t, Result& res) {
+  std::vector<Record>& out = res.records;
+  Split sp = make_split(t);
+  // The privacy measurements compare with the users' rows as they hold them, before "raw" noise
+  // (a copy only then; otherwise sp.X stays as drawn).
+  const std::vector<Matrix<double>> raw_rows =
+      !c_.privacy.empty() && c_.dp_target == "raw" ? sp.X : std::vector<Matrix<double>>();
+  const std::vector<Matrix<double>>& clean = raw_rows.empty() ? sp.X : raw_rows;
+  // Paper 001's DP baseline: the users' training rows themselves are released with noise.
+  if (c_.dp_target == "raw")
+    for (index_t i = 0; i < c_.users; ++i)
+      add_gaussian_noise(sp.X[i], dp_sigma_,
+                         derive(c_.seed, 43, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+  const auto want = [&](const char* m) {
+    return std::find(c_.methods.begin(), c_.methods.end(), m) != c_.methods.end();
+  };
+  if (want("central"))
+    fit_and_record(t, "-", "central", vstack(sp.X), concat(sp.y), vstack(sp.Y), concat(sp.yY), out);
+  const Split mine = user_view(sp);  // what each user holds (its block, when vertical)
+  if (want("local")) {
+    // The whole test set as user 1 holds it (its block, when vertical).
+    const bool own = c_.holder() == "own";
+    const Matrix<double> first = own ? Matrix<double>() : block(vstack(sp.Y), block_of(0));
+    const std::vector<double> labels = own ? std::vector<double>() : concat(sp.yY);
+    local(t, mine, out, own ? nullptr : &first, own ? nullptr : &labels);
+  }
+  if (fedavg_) fedavg(t, sp, res);
+  if (nri_) return nri_trial(t, sp, out);
+
+  const Matrix<double> A = anchor(t);
+  std::vector<Matrix<double>> anchor_blocks;  // the anchor's columns of each feature block
+  for (const auto& b : blocks_) anchor_blocks.push_back(data::take_columns(A, b));
+  // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
+  std::optional<CollusionAttacker> attacker;
+  if (c_.measures("collusion")) attacker.emplace(A);
+  for (SpanCondition cond : c_.conditions) {
+    std::vector<User<double>> users;
+    const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
+    // SameSpan: the span of the first user's data (of the first user of each feature block).
+    std::vector<Matrix<double>> v1(vertical_ ? 2 : 1);
+    if (shares_span(cond))
+      for (size_t b = 0; b < v1.size(); ++b)
+        v1[b] = top_right_singular_vectors(mine.X[static_cast<index_t>(b) * (c_.users / 2)], l_,
+                                           c_.centered());
+    std::vector<Matrix<double>> released, projected_test, anchors;
+    // privacy_defence: the rows each user releases and their labels (else every row, sp.y).
+    std::vector<std::vector<index_t>> kept(static_cast<size_t>(c_.users));
+    std::vector<std::vector<double>> kept_labels;
+    if (c_.privacy_defence) kept_labels = sp.y;
+    double sigma_sum = 0;
+    for (index_t i = 0; i < c_.users; ++i) {
+      users.emplace_back(mine.X[i], "user " + std::to_string(i));
+      const std::uint64_t s =
+          derive(c_.seed, 19, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i);
+      if (shares_span(cond))
+        users.back().choose_secret_basis_in(v1[static_cast<size_t>(std::max(block_of(i), 0))],
+                                            mixing, s);
+      else
+        users.back().choose_secret_basis(l_, mixing, s, c_.centered());
+      released.push_back(users.back().release_data());
+      if (c_.privacy_defence) {  // before any noise: the user decides on its own rows
+        try {
+          kept[i] =
+              defended_rows(mine.X[i], users.back().reveal_secret_basis(), c_.privacy_dr_epsilon);
+        } catch (const InvalidInput& e) {  // a user left with no row is an error, not skipped
+          key_error(c_, "privacy_defence",
+                    "= true drops every row of user " + std::to_string(i + 1) + " of " +
+                        std::to_string(c_.users) + " in trial " + std::to_string(t + 1) + ": " +
+                        e.what() + "; a smaller dim or privacy_dr_epsilon keeps rows");
+        }
+        released.back() = data::take_rows(released.back(), kept[i]);
+        kept_labels[static_cast<size_t>(i)] =
+            data::take(kept_labels[static_cast<size_t>(i)], kept[i]);
+      }
+      if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
+        const double sigma = released_sigma(users.back(), cond);
+        add_gaussian_noise(
+            released.back(), sigma,
+            derive(c_.seed, 41, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+        sigma_sum += sigma;
+      }
+      anchors.push_back(users.back().release_anchor(
+          vertical_ ? anchor_blocks[static_cast<size_t>(block_of(i))] : A));
+      // "own": each user maps its test share (paper eq. 9); "first": user 1 holds the whole
+      // test set and maps it with F_1 G_1 (its pair partner, when joined, maps its block of it).
+      if (c_.holder() == "own")
+        projected_test.push_back(users.back().project(mine.Y[i]));
+      else if (rows_of(i) == 0)
+        projected_test.push_back(users.back().project(block(vstack(sp.Y), block_of(i))));
+    }
+    // "vertical-joined": pair (k, k + c/2) becomes one unit of 2l columns, aligned as a user.
+    if (joined_) {
+      released = join_pairs(released);
+      anchors = join_pairs(anchors);
+      projected_test = join_pairs(projected_test);
+    }
+    const index_t units = static_cast<index_t>(anchors.size()), dim = joined_ ? 2 * l_ : l_;
+    if (c_.dp_target == "released")
+      out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
+                     sigma_sum / static_cast<double>(c_.users), 0});
+    if (!c_.privacy.empty()) {  // never with vertical partitions: one unit per user
+      std::vector<ReleaseView> views;
+      for (index_t i = 0; i < c_.users; ++i)
+        views.push_back({&released[i], &anchors[i], &users[i].reveal_secret_basis(), kept[i]});
+      measure_privacy(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
+    }
+    const std::vector<std::vector<double>>& y_train = c_.privacy_defence ? kept_labels : sp.y;
+    const Stack<double> stack = Stack<double>::from_matrices(anchors);
+    DcTraffic traffic;
+    traffic.model.users = units;
+    traffic.model.samples.clear();
+    for (index_t i = 0; i < units; ++i) {
+      traffic.uplink += static_cast<double>(released[i].size() + anchors[i].size() +
+                                            static_cast<index_t>(y_train[i].size())) *
+                        sizeof(double);
+      traffic.downlink_G += static_cast<double>(dim * dim) * sizeof(double);
+      traffic.model.samples.push_back(static_cast<double>(released[i].rows()));
+    }
+    traffic.model.anchor_rows = c_.anchor_rows;
+    traffic.model.features = train_.features();
+    traffic.model.dim = dim;
+    traffic.model.bits = 64;
+    traffic.model.gamma = 0;  // the anchor is regenerated from the seed, never sent
+    for (const auto& method : c_.methods) {
+      if (!is_align_method(method)) continue;
+      const auto al = align(stack, align_options(method, t), *backend_);
+      // The analyst's step alone, from the released anchors to all G_i (no evaluation).
+      if (c_.align_timing)
+        out.push_back(
+            {t, to_string(cond), method, "-", "align_seconds", al.report.total_seconds, 0});
+      std::vector<Matrix<double>> Xh, Yh;
+      for (index_t i = 0; i < units; ++i) {
+        const Matrix<double> G = al.G.matrix(i);
+        Xh.push_back(apply_change_of_basis(released[i], G));
+        if (i < static_cast<index_t>(projected_test.size()))
+          Yh.push_back(apply_change_of_basis(projected_test[i], G));
+      }
+      Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
+      if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
+      fit_and_record(t, to_string(cond), method, X_train, concat(y_train), X_test, concat(sp.yY),
+                     out, fedavg_ ? &traffic : nullptr);
+    }
+  }
+}
+
+// Each user alone on its own data, evaluated on its test data: its own share ("own"), the
+// whole test set ("shared", NRI-DC), or only user 1 on the whole test set ("first"); mean over
+// the users scored. A user whose training data hold a single class cannot fit a classifier
+// and is left out.
+// `whole_Y` and `whole_y`: the whole test set as user 1 holds it, where a vertical partition
+// gives the users other features than the split's rows (default: sp's test shares stacked).
+void Runner::local(index_t t, const Split& sp, std::vector<Record>& out,
+                   const Matrix<double>* whole_Y, const std::vector<double>* whole_y) {
+  const std::string holder = c_.holder();
+  const index_t scored = holder == "first" ? 1 : c_.users;
+  const Matrix<double> Y_all = holder == "own" ? Matrix<double>()
+                               : whole_Y       ? *whole_Y
+                                               : vstack(sp.Y);
+  const std::vector<double> y_all = holder == "own" ? std::vector<double>()
+                                    : whole_y       ? *whole_y
+                                                    : concat(sp.yY);
+  for (const auto& kind : c_.models) {
+    const auto t0 = Clock::now();
+    std::map<std::string, std::vector<double>> per_metric;
+    for (index_t i = 0; i < scored; ++i) {
+      if (train_.num_classes > 0) {
+        const std::set<double> classes(sp.y[i].begin(), sp.y[i].end());
+        if (classes.size() < 2) continue;
+      }
+      auto h =
+          model(kind, derive(c_.seed, 29, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+      h->fit(sp.X[i], sp.y[i], static_cast<int>(train_.num_classes));
+      // A user's test share may hold a single class, where ROC-AUC and PR-AUC are undefined
+      // (the metrics refuse it); such users are left out of that metric's mean.
+      for (const auto& metric : c_.metrics) {
+        try {
+          const double v = holder == "own" ? evaluate_one(*h, sp.Y[i], sp.yY[i], metric)
+                                           : evaluate_one(*h, Y_all, y_all, metric);
+          if (std::isfinite(v)) per_metric[metric].push_back(v);
+        } catch (const InvalidInput&) {
+          if (metric != "roc_auc" && metric != "pr_auc") throw;
+        }
+      }
+    }
+    const double secs = since(t0);
+    for (const auto& [metric, vals] : per_metric) {
+      double mean = 0;
+      for (double v : vals) mean += v;
+      out.push_back({t, "-", "local", kind, metric, mean / static_cast<double>(vals.size()), secs});
+    }
+    if (per_metric.empty() && progress_)
+      progress_("local baseline skipped for " + kind + ": no user holds two classes");
+  }
+}
+
+// NRI-DC (paper 004, Algorithm 1): every worker releases once per trial; then per method and
+// model the master returns anchor labels and every worker scores its own t_i. Recorded: the
+// metric's mean over the workers scored, and how many of them had a constant t_i. With
+// privacy, the measurements on what the workers release (before the master runs); with
+// privacy_defence, each worker drops its rows below privacy_dr_epsilon before it releases.
+void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
+  const Matrix<double> A = anchor(t);
+  nri::WorkerOptions wo;
+  wo.dim = l_;
+  wo.delta = c_.nri_delta;
+  wo.center = c_.centered();
+  wo.permute = c_.nri_permute;
+  wo.defence_epsilon = c_.privacy_defence ? c_.privacy_dr_epsilon : 0;
+  // The workers' secrets, for the privacy measurements' evaluator alone.
+  const bool measure = !c_.privacy.empty();
+  std::vector<nri::Secrets> secrets(measure ? static_cast<size_t>(c_.users) : 0);
+  std::vector<nri::Release> releases;
+  for (index_t i = 0; i < c_.users; ++i) {
+    try {
+      releases.push_back(nri::worker_release(
+          sp.X[i], sp.y[i], A, wo,
+          derive(c_.seed, 31, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i),
+          measure ? &secrets[static_cast<size_t>(i)] : nullptr));
+    } catch (const InvalidInput& e) {
+      if (!c_.privacy_defence) throw;
+      // The one input error a validated run can meet here: the defence drops every row.
+      key_error(c_, "privacy_defence",
+                "= true stops worker " + std::to_string(i + 1) + " of " + std::to_string(c_.users) +
+                    " in trial " + std::to_string(t + 1) + ": " + e.what());
+    }
+  }
+  if (measure) {
+    // Worker 1 and the master: the affine attack on the centred PCA releases (the linear one
+    // when the worker does not centre).
+    std::optional<CollusionAttacker> attacker;
+    if (c_.measures("collusion"))
+      attacker.emplace(A, wo.center ? ReleaseMap::affine : ReleaseMap::linear);
+    std::vector<ReleaseView> views;
+    for (index_t i = 0; i < c_.users; ++i) {
+      const auto& r = releases[static_cast<size_t>(i)];
+      const auto& z = secrets[static_cast<size_t>(i)];
+      views.push_back({&r.data, &r.anchor, &z.basis, z.origin});
+    }
+    measure_privacy(t, "-", sp.X, views, attacker ? &*attacker : nullptr, out);
+  }
+  const std::string holder = c_.holder();
+  const index_t scored = holder == "first" ? 1 : c_.users;
+  const Matrix<double> Y_all = holder == "own" ? Matrix<double>() : vstack(sp.Y);
+  const std::vector<double> y_all = holder == "own" ? std::vector<double>() : concat(sp.yY);
+  const index_t K = train_.num_classes;
+  for (const auto& method : c_.methods) {
+    if (!is_align_method(method)) continue;
+    for (const auto& kind : c_.models) {
+      const auto t0 = Clock::now();
+      nri::MasterOptions mo;
+      mo.align = align_options(method, t);
+      mo.model = kind;
+      mo.model_options =
+          model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t))));
+      mo.num_classes = K;
+      AlignReport alignment;
+      const auto anchor_labels = nri::master(releases, mo, *backend_, &alignment);
+      std::map<std::string, std::vector<double>> per_metric;
+      index_t constant = 0;
+      for (index_t i = 0; i < scored; ++i) {
+        const Matrix<double>& Y = holder == "own" ? sp.Y[i] : Y_all;
+        const std::vector<double>& y = holder == "own" ? sp.yY[i] : y_all;
+        // AUCs need every class in the test labels; a worker whose share lacks one is left out
+        // of those metrics' means (only possible with test_holder = "own").
+        std::vector<std::string> metrics;
+        for (const auto& m : c_.metrics)
+          if ((m != "roc_auc" && m != "pr_auc") || all_classes(y, K)) metrics.push_back(m);
+        const auto res = nri::worker_finish(
+            A, anchor_labels[static_cast<size_t>(i)], Y, y, kind,
+            model_options(
+                derive(c_.seed, 37, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i)),
+            K, metrics);
+        if (res.constant) ++constant;
+        for (const auto& [m, v] : res.scores) per_metric[m].push_back(v);
+      }
+      const double secs = since(t0);
+      for (const auto& [metric, vals] : per_metric) {
+        double mean = 0;
+        for (double v : vals) mean += v;
+        out.push_back(
+            {t, "-", method, kind, metric, mean / static_cast<double>(vals.size()), secs});
+      }
+      out.push_back({t, "-", method, kind, "constant_workers", static_cast<double>(constant), 0});
+      // Step 9 alone, from the released anchors to all G_i (no evaluation is asked for).
+      out.push_back({t, "-", method, kind, "align_seconds", alignment.total_seconds, 0});
+    }
+  }
+}
+
+// [M_1 ... M_c] -> [M_k | M_{k + c/2}] for k = 1..c/2: the pairs of "vertical-joined",
+// side by side (the same rows, each partner's columns).
+std::vector<Matrix<double>> Runner::join_pairs(const std::vector<Matrix<double>>& m) const {
+  const index_t half = static_cast<index_t>(m.size()) / 2;
+  std::vector<Matrix<double>> out;
+  for (index_t k = 0; k < half; ++k) {
+    const Matrix<double>& left = m[k];
+    const Matrix<double>& right = m[k + half];
+    Matrix<double> both(left.rows(), left.cols() + right.cols());
+    std::copy(left.data(), left.data() + left.size(), both.data());
+    std::copy(right.data(), right.data() + right.size(), both.data() + left.size());
+    out.push_back(std::move(both));
+  }
+  return out;
+}
+
+learn::ModelOptions Runner::model_options(std::uint64_t seed) const {
+  learn::ModelOptions mo = c_.model_options;
+  mo.seed = seed;
+  mo.device = c_.device;
+  mo.threads = c_.threads;
+  for (const auto& m : c_.metrics)
+    if (m == "roc_auc" || m == "pr_auc") mo.svm.probability = true;
+  return mo;
+}
+
+std::unique_ptr<learn::Model> Runner::model(const std::string& kind, std::uint64_t seed) const {
+  return learn::make_model(kind, model_options(seed));
+}
+
+AlignOptions Runner::align_options(const std::string& method, index_t t) const {
+  AlignOptions ao;
+  const MethodName name = split_method(method);
+  ao.method = parse_method(name.base);
+  ao.seed = derive(c_.seed, 23, static_cast<std::uint64_t>(t));
+  ao.evaluate = false;
+  // A variant in the name ("odc:identity", "imakura:uniform") overrides the config's factor.
+  ao.rotation = parse_target_rotation(
+      name.base == "odc" && !name.variant.empty() ? name.variant : c_.odc_rotation);
+  ao.right = parse_right_factor(name.base == "imakura" && !name.variant.empty() ? name.variant
+                                                                                : c_.imakura_right);
+  ao.kawakami_form = kawakami_form_;
+  if (c_.rdp_eta) ao.rdp_eta = *c_.rdp_eta;
+  if (c_.gopp_tolerance) ao.gopp_tolerance = *c_.gopp_tolerance;
+  return ao;
+}
+
+double Runner::evaluate_one(const learn::Model& h, const Matrix<double>& Y,
+                            const std::vector<double>& y, const std::string& metric) const {
+  return score(h, Y, y, {metric}, train_.num_classes).at(metric);
+}
+
+void Runner::fit_and_record(index_t t, const std::string& cond, const std::string& method,
+                            const Matrix<double>& X, const std::vector<double>& y,
+                            const Matrix<double>& Y, const std::vector<double>& yY,
+                            std::vector<Record>& out, const DcTraffic* traffic) {
+  for (const auto& kind : c_.models) {
+    const auto t0 = Clock::now();
+    auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t))));
+    h->fit(X, y, static_cast<int>(train_.num_classes));
+    const auto values = score(*h, Y, yY, c_.metrics, train_.num_classes);
+    const double secs = since(t0);
+    for (const auto& [metric, v] : values) out.push_back({t, cond, method, kind, metric, v, secs});
+    // Parametric models only (mlp, logreg): the comparison with FedAvg's model updates.
+    const double N = static_cast<double>(h->parameters().size());
+    if (traffic && N > 0) {
+      CommModel cm = traffic->model;
+      cm.model_parameters = N;
+      const double users = static_cast<double>(c_.users);
+      out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
+      out.push_back({t, cond, method, kind, "downlink_bytes",
+                     traffic->downlink_G + users * N * sizeof(double), 0});
+      out.push_back(
+          {t, cond, method, kind, "predicted_bytes", estimate_communication(cm).dc_bytes, 0});
+    }
+  }
+}
+
+void prepare_point(const Config& config, const Progress& progress) {
+  Runner(config, progress).prepare();
+}
+
+Result run_point(const Config& config, const Progress& progress) {
+  return Runner(config, progress).run();
+}
+
+}  // namespace dcalign::experiment::detail
