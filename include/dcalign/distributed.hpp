@@ -1,26 +1,29 @@
 #pragma once
 // Alignment sharded over users across processes (issue 16). Each process (rank) holds a
-// contiguous slice of the users, A_first .. A_{first+count-1}; the methods couple users only
-// through small quantities, which are reduced between the ranks:
+// contiguous slice of the users, A_first .. A_{first+count-1}, and runs the single-process
+// methods on it; the methods couple users only through small quantities, which are reduced
+// between the ranks (src/core/team.hpp):
 //
 //   ODC        Z = A_r O is formed by the rank that owns the reference user r and broadcast
 //              (a x l); every G_i = polar(A_i^T Z) is then local.
 //   Imakura,   the top-l left singular vectors U of W = [A_1 ... A_c] (Kawakami: of
-//   Kawakami   [Q_1 ... Q_c]). Gram route (svd gram, the default, while a <= 8192): the a x a
-//              Gram matrix sum_i A_i A_i^T summed over the ranks (one allreduce of a^2 values),
+//   Kawakami,  [Q_1 ... Q_c]). Gram route (svd gram, the default, while a <= 8192): the a x a
+//   OPP        Gram matrix sum_i A_i A_i^T summed over the ranks (one allreduce of a^2 values),
 //              its l largest eigenpairs taken on rank 0 and broadcast (a x l). Sketch route (svd
 //              randomized, or a > 8192): Y = sum_i A_i Omega_i with Omega_i drawn from the seed
 //              and the user's index (independent of the number of ranks), power steps
-//              sum_i A_i A_i^T Q, one allreduce of a x (l + oversampling) each. Kawakami's blocks
-//              g^_i = Q_i^T U S^-1 and G_i = R_i^{-1} g^_i are local. (svd exact would factorise
-//              all of W in one process: not available.)
+//              sum_i A_i A_i^T Q, one allreduce of a x (l + oversampling) each. Exact route (svd
+//              exact): W gathered on every rank (a c l values), the single process's SVD on rank
+//              0. Kawakami's blocks g^_i = Q_i^T U S^-1 and G_i = R_i^{-1} g^_i are local; its
+//              eigen form is solved through this QR-SVD form.
 //   GOPP       one allreduce of the a x l matrix sum_i A_i G_i / c per iteration; the stopping
 //              rule and the history are the single-process ones.
-//   OPP        Imakura's U, then ODC's local step.
+//   RDP        its start as above; per evaluation of f, the sums of Ybar (a x l), f and the
+//              zero-padded gradient (c l^2); every rank runs the same L-BFGS.
 //
 // G_i stays with the rank that owns user i; the report is the same on every rank. For a fixed
 // seed the G_i agree with the single-process dcalign::align to rounding (tests/dist), whatever
-// the number of ranks. RDP (pairwise terms between all users) is not distributed.
+// the number of ranks; RDP's to its stopping tolerance.
 //
 // Errors are collective: every phase ends with an agreement between the ranks, and when any
 // rank failed every rank throws the error of the lowest failing rank ("rank R of P: ..."), of
@@ -108,10 +111,7 @@ struct LocalAlignment {
 
 /// Aligns the users [first_user, first_user + anchors.count()) of `total_users` held by this
 /// rank; every rank calls it with its own slice (contiguous, in rank order, at least one user
-/// each) and the same options. Methods: odc, imakura, kawakami (both forms: the eigen form is
-/// solved through its equivalent QR-SVD form), gopp, opp; the top-l singular vectors come from
-/// the Gram or the sketch route (options.svd gram or randomized). Throws InvalidInput for RDP
-/// and svd exact.
+/// each) and the same options. Every method and svd route (see the top of this header).
 template <typename T>
 LocalAlignment<T> align_distributed(Communicator& comm, const Stack<T>& anchors, index_t first_user,
                                     index_t total_users, const AlignOptions& opts,

@@ -19,19 +19,21 @@ const char* precision_name() {
 
 // Objective, consensus objective, orthogonality and (Kawakami) constraint error. Costs, with
 // W = [A_1 ... A_c]: ODC and GOPP derive the objective (no product over W); the consensus
-// objective needs Zbar = W [G_1; ...; G_c] / c, one product as large as ODC's own.
+// objective needs Zbar = W [G_1; ...; G_c] / c, one product as large as ODC's own. Every sum
+// over users is this process's, then summed over the team (src/core/team.hpp).
 template <typename T>
 void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
   auto& p = ctx.p;
   auto& r = ctx.report;
-  const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.users();
+  auto& team = ctx.team;
+  const index_t a = ctx.rows(), l = ctx.dim(), n = ctx.users(), c = ctx.all_users();
   const Method method = ctx.opts.method;
   const StackView<const T> G(ctx.G);
   const auto orth = p.orthogonality_errors(G);
-  r.orthogonality_error = *std::max_element(orth.begin(), orth.end());
-  auto sum = [](const auto& v) {
-    return std::accumulate(v.begin(), v.end(), 0.0,
-                           [](double s, auto x) { return s + static_cast<double>(x); });
+  r.orthogonality_error = team.max_host(*std::max_element(orth.begin(), orth.end()));
+  auto sum = [&](const auto& v) {
+    return team.sum_host(std::accumulate(
+        v.begin(), v.end(), 0.0, [](double s, auto x) { return s + static_cast<double>(x); }));
   };
   // sum_i ||A_i||_F^2 = sum_i ||A_i G_i||_F^2 for orthogonal G_i.
   double anchors_sq = -1;
@@ -59,7 +61,7 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
     // products M_i the Procrustes step computed. Its rounding is eps * sum_i ||A_i||^2, not
     // eps^2 as for the direct sum; the orthogonality error says how exact the identity is.
     const double zz = p.sum_squares(target.data(), a * l);
-    const auto tr = p.inner_products(G, StackView<const T>(ctx.products.data(), c, l, l, c * l, l));
+    const auto tr = p.inner_products(G, StackView<const T>(ctx.products.data(), n, l, l, n * l, l));
     r.objective = std::max(0.0, anchor_norms() + static_cast<double>(c) * zz - 2.0 * sum(tr));
   } else if (target.data()) {
     r.objective = sum(p.residuals(ctx.A, G, target));
@@ -67,10 +69,11 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
   const bool consensus = info.objective == core::ObjectiveKind::consensus;
   if (ctx.opts.evaluate_consensus || consensus) {
     if (!tracked) {
-      Buffer<T> zbar = p.allocate(a * l), gv = p.allocate(c * l * l);
-      p.vstack(G, MatrixView<T>(gv.data(), c * l, l));
+      Buffer<T> zbar = p.allocate(a * l), gv = p.allocate(n * l * l);
+      p.vstack(G, MatrixView<T>(gv.data(), n * l, l));
       p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(),
-             MatrixView<const T>(gv.data(), c * l, l), T(0), MatrixView<T>(zbar.data(), a, l));
+             MatrixView<const T>(gv.data(), n * l, l), T(0), MatrixView<T>(zbar.data(), a, l));
+      team.sum(zbar.data(), a * l);
       // sum_i ||Y_i - Ybar||^2 = sum_i ||Y_i||^2 - c ||Ybar||^2 for any Y_i; ||Y_i|| = ||A_i||
       // for orthogonal G_i, otherwise the direct sum.
       r.consensus_objective =
@@ -81,13 +84,14 @@ void evaluate(core::Context<T>& ctx, MatrixView<const T> target) {
     if (consensus) r.objective = r.consensus_objective;
   }
   if (info.column_constraint) {
+    // sum_i ||A_i g_ij||^2 for every column j, which the constraint sets to 1.
     const auto norms = p.product_column_norms(ctx.A, G);
+    std::vector<double> column(static_cast<size_t>(l), 0.0);
+    for (index_t j = 0; j < l; ++j)
+      for (index_t k = 0; k < n; ++k) column[j] += norms[k + j * n];
+    team.sum_host(column.data(), l);
     double worst = 0;
-    for (index_t j = 0; j < l; ++j) {
-      double s = 0;
-      for (index_t k = 0; k < c; ++k) s += norms[k + j * c];
-      worst = std::max(worst, std::abs(s - 1.0));
-    }
+    for (double s : column) worst = std::max(worst, std::abs(s - 1.0));
     r.constraint_error = worst;
   }
   r.evaluated = true;
@@ -148,9 +152,11 @@ std::vector<double> check_anchor_scale(Primitives<T>& p, StackView<const T> A) {
 
 }  // namespace
 
+namespace core {
+
 template <typename T>
-AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackView<T> G,
-                           MatrixView<T> target, const AlignOptions& opts) {
+AlignReport align_shared(Team<T>& team, Primitives<T>& p, StackView<const T> anchors,
+                         StackView<T> G, MatrixView<T> target, const AlignOptions& opts) {
   AlignReport report;
   report.method = to_string(opts.method);
   report.device = to_string(p.device());
@@ -161,7 +167,13 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   report.dim = anchors.cols();
   core::PhaseTimer<T> timer(p, report);
 
-  validate_anchors(p, anchors, opts);
+  if (team.solo()) {
+    validate_anchors(p, anchors, opts);
+  } else {  // the reference user is a global index, which src/dist checked against the total
+    AlignOptions local = opts;
+    local.reference_user = 0;
+    validate_anchors(p, anchors, local);
+  }
   const index_t a = anchors.rows(), l = anchors.cols(), c = anchors.count();
   if (G.count() != c || G.rows() != l || G.cols() != l)
     throw InvalidInput("output stack G must be c x l x l = " + std::to_string(c) + " x " +
@@ -176,15 +188,17 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
   // finiteness through its first product (procrustes_step) and checks the scale only if it
   // fails.
   const core::MethodInfo& method = core::method_info(opts.method);
-  const bool scale_first = opts.evaluate || !method.lazy_scale_check;
+  // (Over several processes always first: a failure must not start another pass on one.)
+  const bool scale_first = opts.evaluate || !method.lazy_scale_check || !team.solo();
   std::vector<double> energy;
   if (scale_first) energy = check_anchor_scale(p, anchors);
 
   const double tol = opts.rank_tolerance >= 0
                          ? opts.rank_tolerance
                          : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
-  core::Context<T> ctx{p,   anchors,     G,           opts, report,           timer,
-                       tol, scale_first, Buffer<T>(), {},   std::move(energy)};
+  core::Context<T> ctx{
+      p,  anchors,           G,   opts, report, timer, tol, scale_first, Buffer<T>(),
+      {}, std::move(energy), team};
   // Methods with a target write it here so that evaluation can use it.
   Buffer<T> z;
   MatrixView<T> Z = target;
@@ -200,6 +214,11 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
     if (!scale_first) check_anchor_scale(p, anchors);
     throw;
   }
+  // The report's extremes and counts over every process's users.
+  report.min_rank_ratio = team.min_host(report.min_rank_ratio);
+  report.iterations = static_cast<index_t>(team.max_host(static_cast<double>(report.iterations)));
+  report.promoted_users =
+      static_cast<index_t>(team.sum_host(static_cast<double>(report.promoted_users)));
   if (!p.all_finite(G.data(), G.size()))
     throw NumericalError(report.method +
                          ": the computed change-of-basis matrices contain NaN or Inf; the "
@@ -211,6 +230,15 @@ AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackVi
     timer.lap("evaluate");
   }
   return report;
+}
+
+}  // namespace core
+
+template <typename T>
+AlignReport align_resident(Primitives<T>& p, StackView<const T> anchors, StackView<T> G,
+                           MatrixView<T> target, const AlignOptions& opts) {
+  core::Team<T> alone;
+  return core::align_shared(alone, p, anchors, G, target, opts);
 }
 
 template <typename T>
@@ -258,10 +286,12 @@ Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts) {
   return align(anchors, opts, *backend);
 }
 
-#define DCALIGN_INSTANTIATE_ALIGN(T)                                                       \
-  template AlignReport align_resident<T>(Primitives<T>&, StackView<const T>, StackView<T>, \
-                                         MatrixView<T>, const AlignOptions&);              \
-  template Alignment<T> align<T>(const Stack<T>&, const AlignOptions&, Backend&);          \
+#define DCALIGN_INSTANTIATE_ALIGN(T)                                                             \
+  template AlignReport core::align_shared<T>(core::Team<T>&, Primitives<T>&, StackView<const T>, \
+                                             StackView<T>, MatrixView<T>, const AlignOptions&);  \
+  template AlignReport align_resident<T>(Primitives<T>&, StackView<const T>, StackView<T>,       \
+                                         MatrixView<T>, const AlignOptions&);                    \
+  template Alignment<T> align<T>(const Stack<T>&, const AlignOptions&, Backend&);                \
   template Alignment<T> align<T>(const Stack<T>&, const AlignOptions&);
 DCALIGN_INSTANTIATE_ALIGN(float)
 DCALIGN_INSTANTIATE_ALIGN(double)

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/team.hpp"
 #include "dcalign/align.hpp"
 
 namespace dcalign::core {
@@ -50,7 +51,11 @@ struct Context {
   /// ||A_i||_F^2 per user when the scale check (src/core/align.cpp) has read them, else empty;
   /// the evaluation and GOPP's tracked objective use them instead of another pass.
   std::vector<double> anchor_energy;
+  /// The processes that hold the other users (src/core/team.hpp); alone in one process.
+  Team<T>& team;
+  /// This process's users (A.count()); all_users() counts every process's.
   index_t users() const { return A.count(); }
+  index_t all_users() const { return team.solo() ? A.count() : team.total(); }
   index_t rows() const { return A.rows(); }
   index_t dim() const { return A.cols(); }
 };
@@ -146,6 +151,26 @@ std::vector<double> decide_ranks(Context<T>& ctx, const PolarInfo<T>& info,
 /// the matrices A_i^T Z in its message). ODC and OPP differ only in their Z.
 template <typename T>
 void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::string& what);
+
+/// align_resident for the users of one process of `team` (src/dist: every process calls it
+/// with its own users; src/core/align.cpp: the one process, with a solo Team).
+template <typename T>
+AlignReport align_shared(Team<T>& team, Primitives<T>& p, StackView<const T> anchors,
+                         StackView<T> G, MatrixView<T> target, const AlignOptions& opts);
+
+/// Z = A_r O (r = opts.reference_user, O = target_rotation): formed by the process that holds
+/// user r, then given to every process.
+template <typename T>
+void reference_target(Context<T>& ctx, MatrixView<T> Z);
+
+/// The top-l left singular vectors U (a x l) and singular values s of [X_1 ... X_c] when the
+/// X_i are spread over the processes of ctx.team (src/core/sharded_spectral.cpp): the summed
+/// a x a Gram matrix (svd gram while a <= kShardedGramMaxRows), a sketch summed over the users
+/// (svd randomized, or a larger a), or the exact SVD of the gathered [X_1 ... X_c]
+/// (svd exact). Returns the report's svd text.
+template <typename T>
+std::string sharded_left_vectors(Context<T>& ctx, StackView<const T> X, MatrixView<T> U,
+                                 std::vector<T>& s);
 
 template <typename T>
 void run_odc(Context<T>& ctx, MatrixView<T> target);

@@ -18,18 +18,20 @@ namespace dcalign::core {
 template <typename T>
 void run_gopp(Context<T>& ctx, MatrixView<T> target) {
   auto& p = ctx.p;
-  const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.users(), n = c * l;
+  // c counts every process's users; this one's hold the n rows of Gv (src/core/team.hpp).
+  const index_t a = ctx.rows(), l = ctx.dim(), c = ctx.all_users(), n = ctx.users() * l;
   const auto W = ctx.A.concatenated();
   Buffer<T> gv = p.allocate(n * l), scratch = p.allocate(n * l), step = p.allocate(n * l);
   MatrixView<T> Z = target, Gv(gv.data(), n, l), M(scratch.data(), n, l), D(step.data(), n, l);
   // User i's block of rows of Gv and D.
-  const StackView<const T> Dblocks(step.data(), c, l, l, n, l);
+  const StackView<const T> Dblocks(step.data(), ctx.users(), l, l, n, l);
   // Gram form, when W = [A_1 ... A_c] has no more columns than rows: with K = W^T W (n x n,
   // formed once, a n^2 flops) the next products are W^T Z = K Gv / c, 2 n^2 l flops per
   // iteration instead of the 4 a n l of Z = W Gv / c and W^T Z, and Z itself is formed once at
   // the end. At paper 004's Heart disease size (a = 1000, n = 288, l = 16) an iteration costs
-  // 7x less. The spectral start reuses K (spectral_basis's Gram route).
-  bool gram_form = n <= a;
+  // 7x less. The spectral start reuses K (spectral_basis's Gram route). Over several processes
+  // K would couple every pair of users: the direct form, whose Z is one sum over the team.
+  bool gram_form = n <= a && ctx.team.solo();
   Buffer<T> kb;
   MatrixView<const T> K;
   if (gram_form) {
@@ -43,9 +45,7 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
   if (ctx.opts.gopp_init == GoppInit::spectral) {
     spectral_basis(ctx, Z, K);
   } else {
-    Buffer<T> o = upload(p, target_rotation(ctx.opts, l));
-    p.gemm(Op::none, Op::none, T(1), ctx.A[ctx.opts.reference_user],
-           MatrixView<const T>(o.data(), l, l), T(0), Z);
+    reference_target(ctx, Z);
   }
   ctx.timer.lap("init");
 
@@ -55,6 +55,7 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
     total = p.sum_squares(ctx.A.data(), ctx.A.size());
   else
     for (double e : ctx.anchor_energy) total += e;
+  total = ctx.team.sum_host(total);
   const GoppStop stop = GoppStop::make<T>(ctx.opts, total, l);
   double min_ratio = 1.0;
   ctx.report.converged = false;
@@ -81,9 +82,10 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
     bool stationary = false;
     if (it > 0) {
       p.geam(T(1), MatrixView<const T>(Gv), T(-1), MatrixView<const T>(D), D);
-      const auto steps = p.inner_products(Dblocks, Dblocks);
-      stationary = std::all_of(steps.begin(), steps.end(),
-                               [&](double s) { return stop.step_is_rounding(s); });
+      double moving = 0;  // users whose step was more than rounding
+      for (double s : p.inner_products(Dblocks, Dblocks))
+        if (!stop.step_is_rounding(s)) moving += 1;
+      stationary = ctx.team.sum_host(moving) == 0;
     }
     p.copy(Gv.data(), D.data(), n * l);
     // f = sum_i ||A_i||^2 - c ||Z||^2 with Z = W Gv / c; in the Gram form
@@ -95,6 +97,7 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
                              StackView<const T>(M.data(), 1, n, l))[0];
     } else {
       p.gemm(Op::none, Op::none, T(1) / T(c), W, MatrixView<const T>(Gv), T(0), Z);
+      ctx.team.sum(Z.data(), a * l);
       czz = static_cast<double>(c) * p.sum_squares(Z.data(), a * l);
     }
     const double f = std::max(0.0, total - czz);

@@ -33,9 +33,24 @@ void kawakami_qr_svd(Context<T>& ctx) {
   Buffer<T> v = p.allocate(c * l * l);
   std::vector<T> s(static_cast<size_t>(l));
   MatrixView<T> V(v.data(), c * l, l);
-  ctx.report.svd = topk_svd(p, StackView<const T>(Q).concatenated(), l, ctx.opts.svd, s.data(),
-                            MatrixView<T>(), V)
-                       .describe();
+  if (ctx.team.solo()) {
+    ctx.report.svd = topk_svd(p, StackView<const T>(Q).concatenated(), l, ctx.opts.svd, s.data(),
+                              MatrixView<T>(), V)
+                         .describe();
+  } else {
+    // The left vectors U and S of W_Q over every process; this process's blocks of the right
+    // ones follow from W_Q^T U = V S: V_i = Q_i^T U S^-1.
+    Buffer<T> u = p.allocate(a * l), d = p.allocate(l * l), w = p.allocate(c * l * l);
+    MatrixView<T> U(u.data(), a, l);
+    ctx.report.svd = sharded_left_vectors(ctx, StackView<const T>(Q), U, s);
+    std::vector<T> inverse(static_cast<size_t>(l * l), T(0));
+    for (index_t j = 0; j < l; ++j) inverse[static_cast<size_t>(j * l + j)] = T(1) / s[j];
+    p.to_device(inverse.data(), d.data(), l * l);
+    p.gemm(Op::trans, Op::none, T(1), StackView<const T>(Q).concatenated(), MatrixView<const T>(U),
+           T(0), MatrixView<T>(w.data(), c * l, l));
+    p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(w.data(), c * l, l),
+           MatrixView<const T>(d.data(), l, l), T(0), V);
+  }
   ctx.timer.lap("svd");
 
   p.unvstack(MatrixView<const T>(V), ctx.G);
@@ -101,10 +116,15 @@ void kawakami_eigen(Context<T>& ctx) {
 
 template <typename T>
 void run_kawakami(Context<T>& ctx) {
-  if (ctx.opts.kawakami_form == KawakamiForm::eigen)
-    kawakami_eigen(ctx);
-  else
+  if (ctx.opts.kawakami_form == KawakamiForm::qr_svd) {
     kawakami_qr_svd(ctx);
+  } else if (ctx.team.solo()) {
+    kawakami_eigen(ctx);
+  } else {
+    // The pencil is c l x c l over every user; its equivalent QR-SVD form is not.
+    kawakami_qr_svd(ctx);
+    ctx.report.svd += "; eigen form solved through its equivalent QR-SVD form";
+  }
 }
 
 template void run_kawakami<float>(Context<float>&);

@@ -24,14 +24,25 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
     Buffer<T> up = upload(p, given);
     p.copy(up.data(), Z.data(), a * l);
   } else {
-    Buffer<T> o = upload(p, target_rotation(ctx.opts, l));
-    p.gemm(Op::none, Op::none, T(1), ctx.A[ctx.opts.reference_user],
-           MatrixView<const T>(o.data(), l, l), T(0), Z);
+    reference_target(ctx, Z);
   }
   ctx.timer.lap("target");
   procrustes_to_target(
       ctx, MatrixView<const T>(Z),
       ctx.opts.target.size() > 0 ? "A_i^T Z" : "A_i^T A_r O (r the reference user)");
+}
+
+template <typename T>
+void reference_target(Context<T>& ctx, MatrixView<T> Z) {
+  auto& p = ctx.p;
+  const index_t l = ctx.dim();
+  // Every process draws O (cheap, l x l): a bad supplied O fails everywhere alike.
+  Buffer<T> o = upload(p, target_rotation(ctx.opts, l));
+  const int owner = ctx.team.owner(ctx.opts.reference_user);
+  if (ctx.team.rank() == owner)
+    p.gemm(Op::none, Op::none, T(1), ctx.A[ctx.opts.reference_user - ctx.team.first()],
+           MatrixView<const T>(o.data(), l, l), T(0), Z);
+  ctx.team.broadcast(Z.data(), Z.rows() * l, owner);
 }
 
 template <typename T>
@@ -49,6 +60,8 @@ void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::str
 
 template void run_odc<float>(Context<float>&, MatrixView<float>);
 template void run_odc<double>(Context<double>&, MatrixView<double>);
+template void reference_target<float>(Context<float>&, MatrixView<float>);
+template void reference_target<double>(Context<double>&, MatrixView<double>);
 template void procrustes_to_target<float>(Context<float>&, MatrixView<const float>,
                                           const std::string&);
 template void procrustes_to_target<double>(Context<double>&, MatrixView<const double>,

@@ -27,6 +27,12 @@
 // Precision and placement: the optimiser's vectors are double on the host (c l^2 values), and
 // so is C after the QR (taken in T on the backend); the per-user products and the l x l LU
 // factorisations run on host BLAS/LAPACK, whatever the backend, since C is small.
+//
+// Over several processes (src/core/team.hpp) the QR of all of W is out of reach: each process
+// keeps its own A_i uncompressed (C_i = A_i, a rows), sums Ybar and f over the team, and
+// computes the gradient blocks of its users, which a sum of the zero-padded gradient gives to
+// every process. Every process then runs the same L-BFGS on the same c l^2 values (its vectors
+// are small), so the iterates agree without further messages.
 #include <lbfgs.h>
 
 #include <algorithm>
@@ -71,11 +77,11 @@ struct Compressed {
 };
 
 template <typename T>
-Compressed compress(Primitives<T>& p, StackView<const T> A) {
+Compressed compress(Primitives<T>& p, StackView<const T> A, bool alone) {
   const index_t a = A.rows(), n = A.count() * A.cols();
   Compressed out;
   std::vector<T> host;
-  if (a >= n) {
+  if (a >= n && alone) {
     Buffer<T> w = p.allocate(a * n), r = p.allocate(n * n);
     p.copy(A.data(), w.data(), a * n);
     p.qr_batched(StackView<T>(w.data(), 1, a, n), StackView<T>(r.data(), 1, n, n));
@@ -94,14 +100,22 @@ Compressed compress(Primitives<T>& p, StackView<const T> A) {
   return out;
 }
 
-/// f and its gradient on the stack G (c x l x l, contiguous, host).
+/// f and its gradient on the stack G (c x l x l, contiguous, host) of every user; C holds the
+/// blocks of this process's users, the first of which is user `first`.
+template <typename T>
 class Objective {
  public:
-  Objective(Compressed C, index_t c, index_t l, double eta)
-      : C_(std::move(C)), c_(c), l_(l), eta_(eta) {
+  Objective(Compressed C, Team<T>& team, index_t c, index_t l, double eta)
+      : C_(std::move(C)),
+        team_(team),
+        first_(team.first()),
+        mine_(team.solo() ? c : static_cast<index_t>(C_.C.size()) / (C_.r * l)),
+        c_(c),
+        l_(l),
+        eta_(eta) {
     const auto rl = static_cast<size_t>(C_.r * l);
-    Y_.assign(rl * static_cast<size_t>(c), 0.0);  // rows below a block's nonzero rows stay 0
-    D_.assign(rl * static_cast<size_t>(c), 0.0);
+    Y_.assign(rl * static_cast<size_t>(mine_), 0.0);  // rows below a block's nonzero rows stay 0
+    D_.assign(rl * static_cast<size_t>(mine_), 0.0);
     mean_.assign(rl, 0.0);
     work_.resize(static_cast<size_t>(l * l));
     inv_.resize(static_cast<size_t>(l * l));
@@ -110,47 +124,64 @@ class Objective {
 
   /// f(x); g = grad f(x). +inf (g zero) when some G_i is singular and eta > 0.
   double operator()(const double* x, double* g) {
-    const index_t l = l_, ll = l * l, rl = C_.r * l;
-    for (index_t i = 0; i < c_; ++i)  // Y_i = C_i G_i
-      product(false, rows(i), 1.0, block(i), x + i * ll, Y_.data() + i * rl);
+    const index_t l = l_, ll = l * l, rl = C_.r * l, n = mine_;
+    const double* xs = x + first_ * ll;  // this process's G_i and gradient blocks
+    double* gs = g + first_ * ll;
+    const bool alone = team_.solo();
+    for (index_t i = 0; i < n; ++i)  // Y_i = C_i G_i
+      product(false, rows(i), 1.0, block(i), xs + i * ll, Y_.data() + i * rl);
     std::fill(mean_.begin(), mean_.end(), 0.0);
-    for (index_t i = 0; i < c_; ++i)
+    for (index_t i = 0; i < n; ++i)
       for (index_t k = 0; k < rl; ++k) mean_[k] += Y_[i * rl + k];
+    team_.sum_host(mean_.data(), rl);
     for (double& v : mean_) v /= static_cast<double>(c_);
     double f = 0;
-    for (index_t i = 0; i < c_; ++i)
+    for (index_t i = 0; i < n; ++i)
       for (index_t k = 0; k < rl; ++k) {
         const double d = Y_[i * rl + k] - mean_[k];
         D_[i * rl + k] = d;
         f += d * d;
       }
-    f *= static_cast<double>(c_);
-    for (index_t i = 0; i < c_; ++i)  // g_i = 2c C_i^T D_i
+    f = team_.sum_host(f) * static_cast<double>(c_);
+    if (!alone) std::fill(g, g + c_ * ll, 0.0);
+    for (index_t i = 0; i < n; ++i)  // g_i = 2c C_i^T D_i
       product(true, rows(i), 2.0 * static_cast<double>(c_), block(i), D_.data() + i * rl,
-              g + i * ll);
+              gs + i * ll);
+    // The penalties, added to f in user order in one process (or summed over the team, then
+    // added); +inf when some G_i is singular.
+    double tail = alone ? f : 0.0;
     if (eta_ > 0) {
-      for (index_t i = 0; i < c_; ++i) {
+      for (index_t i = 0; i < n; ++i) {
         double logabsdet = 0;
-        if (!inverse_logdet(x + i * ll, l, work_.data(), piv_.data(), inv_.data(), logabsdet)) {
-          std::fill(g, g + c_ * ll, 0.0);
-          return kInf;
+        if (!inverse_logdet(xs + i * ll, l, work_.data(), piv_.data(), inv_.data(), logabsdet)) {
+          tail = kInf;
+          break;
         }
         const double ld = 2.0 * logabsdet;  // log det(G_i^T G_i)
-        f += eta_ * ld * ld;
+        tail += eta_ * ld * ld;
         const double w = 4.0 * eta_ * ld;
         for (index_t s = 0; s < l; ++s)  // g_i += w G_i^{-T}
-          for (index_t t = 0; t < l; ++t) g[i * ll + t + s * l] += w * inv_[s + t * l];
+          for (index_t t = 0; t < l; ++t) gs[i * ll + t + s * l] += w * inv_[s + t * l];
       }
     }
+    if (!alone) tail = team_.sum_host(tail);
+    if (tail == kInf) {
+      std::fill(g, g + c_ * ll, 0.0);
+      return kInf;
+    }
+    f = alone ? tail : f + tail;
+    if (!alone && std::isfinite(f)) team_.sum_host(g, c_ * ll);
     return std::isfinite(f) ? f : kInf;
   }
 
-  /// sigma_min / sigma_max of each G_i, bounded below by 1 / (||G_i||_F ||G_i^{-1}||_F) (at
-  /// most a factor l under the true ratio); 0 for a singular G_i.
+  /// sigma_min / sigma_max of each G_i of this process, bounded below by
+  /// 1 / (||G_i||_F ||G_i^{-1}||_F) (at most a factor l under the true ratio); 0 for a singular
+  /// G_i.
   std::vector<double> rank_ratios(const double* x) {
-    std::vector<double> ratio(static_cast<size_t>(c_), 0.0);
+    std::vector<double> ratio(static_cast<size_t>(mine_), 0.0);
     const index_t ll = l_ * l_;
-    for (index_t i = 0; i < c_; ++i) {
+    x += first_ * ll;
+    for (index_t i = 0; i < mine_; ++i) {
       double logabsdet = 0;
       if (!inverse_logdet(x + i * ll, l_, work_.data(), piv_.data(), inv_.data(), logabsdet))
         continue;
@@ -182,24 +213,30 @@ class Objective {
   }
 
   Compressed C_;
-  index_t c_, l_;
+  Team<T>& team_;
+  index_t first_, mine_, c_, l_;
   double eta_;
   std::vector<double> Y_, D_, mean_, work_, inv_;
   std::vector<lapack_int> piv_;
 };
 
 /// What the libLBFGS callbacks share (they are C functions with a void* instance).
+template <typename T>
 struct Run {
-  Objective& f;
+  Objective<T>& f;
   AlignReport& report;
   double tolerance;
   bool converged;
   std::exception_ptr error;
 };
 
+template <typename T>
 lbfgsfloatval_t evaluate_cb(void* instance, const lbfgsfloatval_t* x, lbfgsfloatval_t* g, int,
                             lbfgsfloatval_t) {
-  auto& run = *static_cast<Run*>(instance);
+  auto& run = *static_cast<Run<T>*>(instance);
+  // After an error (which every process of a team meets in the same reduction) no more
+  // evaluations: the line search gets +inf until progress_cb stops libLBFGS.
+  if (run.error) return kInf;
   try {  // no exception may cross the C library
     return run.f(x, g);
   } catch (...) {
@@ -208,9 +245,10 @@ lbfgsfloatval_t evaluate_cb(void* instance, const lbfgsfloatval_t* x, lbfgsfloat
   }
 }
 
+template <typename T>
 int progress_cb(void* instance, const lbfgsfloatval_t*, const lbfgsfloatval_t*, lbfgsfloatval_t fx,
                 lbfgsfloatval_t, lbfgsfloatval_t gnorm, lbfgsfloatval_t, int, int k, int) {
-  auto& run = *static_cast<Run*>(instance);
+  auto& run = *static_cast<Run<T>*>(instance);
   run.report.objective_history.push_back(fx);
   run.report.iterations = k;
   if (run.error) return 1;
@@ -248,8 +286,11 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   auto& p = ctx.p;
   const AlignOptions& o = ctx.opts;
   check_options(o);
-  const index_t l = ctx.dim(), c = ctx.users(), n = c * l;
-  const auto size = static_cast<size_t>(n * l);
+  // The optimiser's vector holds every user's G_i (c over the team); this process's users are
+  // the n / l from user first on.
+  const index_t l = ctx.dim(), c = ctx.all_users(), n = ctx.users() * l;
+  const index_t first = ctx.team.solo() ? 0 : ctx.team.first();
+  const auto size = static_cast<size_t>(c * l * l);
 
   // The start writes G and its own target (U_1) into `target`; LS is Imakura-DC with R = I.
   {
@@ -265,31 +306,34 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
                    ctx.values_checked,
                    Buffer<T>(),
                    {},
-                   ctx.anchor_energy};
+                   ctx.anchor_energy,
+                   ctx.team};
     if (o.method == Method::rdp_ls)
       run_imakura(sub, target);
     else
       run_opp(sub, target);
     ctx.values_checked = sub.values_checked;
   }
-  std::vector<double> x0(size);
+  std::vector<double> x0(size, 0.0);
   {
-    std::vector<T> host(size);
+    std::vector<T> host(static_cast<size_t>(n * l));
     p.to_host(ctx.G.data(), host.data(), n * l);
     p.synchronize();
-    std::copy(host.begin(), host.end(), x0.begin());
+    std::copy(host.begin(), host.end(), x0.begin() + first * l * l);
+    ctx.team.sum_host(x0.data(), c * l * l);  // zero-padded: every process gets every G_i
   }
-  Compressed compressed = compress(p, ctx.A);
+  Compressed compressed = compress(p, ctx.A, ctx.team.solo());
+  compressed.energy = ctx.team.sum_host(compressed.energy);
   const double energy = compressed.energy;  // sum_i ||A_i||_F^2
   // eta relative to the anchors' energy per user (AlignOptions::rdp_eta).
   const double eta = o.rdp_eta * energy / static_cast<double>(c);
-  Objective objective(std::move(compressed), c, l, eta);
+  Objective<T> objective(std::move(compressed), ctx.team, c, l, eta);
   ctx.timer.lap("compress");
 
   AlignReport& rep = ctx.report;
   rep.objective_history.clear();
   rep.iterations = 0;
-  Run run{objective, rep, 0.0, false, nullptr};
+  Run<T> run{objective, rep, 0.0, false, nullptr};
   std::vector<double> g(size);
   double f = objective(x0.data(), g.data());
   rep.objective_history.push_back(f);
@@ -322,15 +366,15 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
     // and decreases enough; the Wolfe curvature condition keeps the BFGS update positive.
     param.linesearch = LBFGS_LINESEARCH_BACKTRACKING_WOLFE;
     lbfgsfloatval_t fx = 0;
-    status = lbfgs(static_cast<int>(size), x, &fx, evaluate_cb, progress_cb, &run, &param);
+    status = lbfgs(static_cast<int>(size), x, &fx, evaluate_cb<T>, progress_cb<T>, &run, &param);
   }
+  if (run.error) std::rethrow_exception(run.error);
   // libLBFGS returns the last accepted point (after a failed line search, the previous one);
   // evaluate there so that the reported value and gradient belong to the returned G.
   f = objective(x, g.data());
   const double gnorm = norm2(g);
   std::vector<double> ratio = objective.rank_ratios(x);
-  std::vector<T> gt(x, x + size);
-  if (run.error) std::rethrow_exception(run.error);
+  std::vector<T> gt(x + first * l * l, x + (first * l + n) * l);
   if (!std::isfinite(f))
     throw NumericalError("RDP: the objective became non-finite (libLBFGS status " +
                          std::to_string(status) + ")");
@@ -347,13 +391,15 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   p.vstack(StackView<const T>(ctx.G), gv.matrix(n, l));
   p.gemm(Op::none, Op::none, T(1) / T(c), ctx.A.concatenated(),
          MatrixView<const T>(gv.data(), n, l), T(0), target);
+  ctx.team.sum(target.data(), target.rows() * l);
   p.synchronize();
   ctx.timer.lap("target");
 }
 
 double rdp_objective(Primitives<double>& p, StackView<const double> A, const double* G, double eta,
                      double* grad) {
-  Objective f(compress(p, A), A.count(), A.cols(), eta);
+  Team<double> alone;
+  Objective<double> f(compress(p, A, true), alone, A.count(), A.cols(), eta);
   return f(G, grad);
 }
 

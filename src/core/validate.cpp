@@ -151,6 +151,10 @@ void check_rank(const std::vector<T>& ratio, double tolerance, const std::string
 template <typename T>
 void spectral_basis(Context<T>& ctx, MatrixView<T> U, MatrixView<const T> gram) {
   std::vector<T> s(static_cast<size_t>(ctx.dim()));
+  if (!ctx.team.solo()) {
+    ctx.report.svd = sharded_left_vectors(ctx, ctx.A, U, s);
+    return;
+  }
   ctx.report.svd = topk_svd(ctx.p, ctx.A.concatenated(), ctx.dim(), ctx.opts.svd, s.data(), U,
                             MatrixView<T>(), gram)
                        .describe();

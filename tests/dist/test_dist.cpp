@@ -10,6 +10,12 @@
 // away: measured at most 2.8e-15 on these well-separated spectra; Imakura and
 // Kawakami 1e-10 (their U: eps kappa^2 of the Gram route against the single process's path),
 // up to one sign per column as in tests/core (singular vectors are defined up to sign).
+// svd exact gathers [A_1 ... A_c] and runs the single process's SVD: 1e-12 (measured 0 to
+// 2e-15). RDP's L-BFGS stops at ||grad f|| <= rdp_gradient_tolerance * E, and f is nearly flat
+// along a common change of the G_i (only the log-det penalty pins it), so the rounding of the
+// distributed sums (uncompressed A_i instead of one process's QR of W) moves the stopping point
+// along that valley: f agrees to 1e-9 relative (measured at most 3e-11), the consensus objective
+// to 1e-5 (5e-7) and the G_i to 1e-2 (3.1e-3 at 1-4 ranks); both runs must have converged.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -104,6 +110,7 @@ struct Case {
   index_t c, a, l;
   GoppInit init = GoppInit::spectral;
   KawakamiForm form = KawakamiForm::qr_svd;
+  SvdAlgorithm svd = SvdAlgorithm::gram;
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -122,6 +129,7 @@ TEST_P(DistAgreement, MatchesSingleProcess) {
   opts.reference_user = cs.c - 2;  // owned by the last rank or the one before
   opts.gopp_init = cs.init;
   opts.kawakami_form = cs.form;
+  opts.svd.algorithm = cs.svd;
   opts.evaluate_consensus = true;
   auto backend = make_backend(Device::cpu, BackendOptions{1, 0, false});
   const Alignment<double> single = align(A, opts, *backend);
@@ -137,12 +145,18 @@ TEST_P(DistAgreement, MatchesSingleProcess) {
   const auto& a = mine.report;
   const auto& b = single.report;
   EXPECT_EQ(a.users, b.users);
+  // RDP: see the tolerances at the top.
+  const bool rdp = cs.method == Method::rdp_ls || cs.method == Method::rdp_opp;
   EXPECT_NEAR(a.objective, b.objective, 1e-9 * std::max(1.0, b.objective));
   EXPECT_NEAR(a.consensus_objective, b.consensus_objective,
-              1e-9 * std::max(1.0, b.consensus_objective));
+              (rdp ? 1e-5 : 1e-9) * std::max(1.0, b.consensus_objective));
   EXPECT_LE(a.orthogonality_error, std::max(10 * b.orthogonality_error, 1e-13));
   if (cs.form == KawakamiForm::qr_svd) {  // (the eigen form factorises no A_i: it reports 0)
-    EXPECT_NEAR(a.min_rank_ratio, b.min_rank_ratio, 1e-8 * b.min_rank_ratio);
+    EXPECT_NEAR(a.min_rank_ratio, b.min_rank_ratio, (rdp ? 1e-2 : 1e-8) * b.min_rank_ratio);
+  }
+  if (rdp) {
+    EXPECT_TRUE(a.converged);
+    EXPECT_TRUE(b.converged);
   }
   if (cs.method == Method::kawakami) {
     EXPECT_LE(a.constraint_error, 1e-10);
@@ -192,7 +206,24 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"kawakami_c7", Method::kawakami, 1e-10, true, 7, 60, 4},
         Case{"kawakami_c13", Method::kawakami, 1e-10, true, 13, 40, 5},
         Case{"kawakami_eigen_c13", Method::kawakami, 1e-9, true, 13, 40, 5, GoppInit::spectral,
-             KawakamiForm::eigen}),
+             KawakamiForm::eigen},
+        // svd exact: [A_1 ... A_c] gathered, then the single process's own SVD.
+        Case{"imakura_exact_c13", Method::imakura, 1e-12, false, 13, 40, 5, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::exact},
+        Case{"opp_exact_c7", Method::opp, 1e-12, false, 7, 60, 4, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::exact},
+        Case{"kawakami_exact_c13", Method::kawakami, 1e-10, true, 13, 40, 5, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::exact},
+        Case{"gopp_exact_c13", Method::gopp, 1e-12, false, 13, 40, 5, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::exact},
+        // RDP: every rank runs the same L-BFGS; f and its gradient are summed over the ranks
+        // from the uncompressed A_i instead of one process's QR-compressed form.
+        Case{"rdp_ls_c7", Method::rdp_ls, 1e-2, true, 7, 60, 4, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::gram},
+        Case{"rdp_ls_c13", Method::rdp_ls, 1e-2, true, 13, 40, 5, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::gram},
+        Case{"rdp_opp_c13", Method::rdp_opp, 1e-2, true, 13, 40, 5, GoppInit::spectral,
+             KawakamiForm::qr_svd, SvdAlgorithm::gram}),
     [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
 
 // float32: the same code; agreement to a few units of float rounding.
@@ -280,6 +311,37 @@ TEST(DistErrors, NanIsReportedByEveryRankNamingUserAndRank) {
   }
 }
 
+// A rank-deficient user fails on its own rank in the middle of a method (after reductions the
+// ranks shared): every rank throws the owner's error, naming the user globally; nobody hangs.
+TEST(DistErrors, RankDeficiencyMidMethodIsReportedByEveryRank) {
+  auto& comm = *g_comm;
+  const index_t c = 7, bad = 5;
+  Stack<double> A = make_anchors<double>(c, 30, 10, 3, 5);
+  for (index_t r = 0; r < A.rows(); ++r) A(bad, r, 2) = A(bad, r, 0);  // a repeated column
+  const dist::UserRange mine = dist::even_split(c, comm.rank(), comm.size());
+  int owner = 0;
+  for (int k = 0; k < comm.size(); ++k) {
+    const auto q = dist::even_split(c, k, comm.size());
+    if (bad >= q.first && bad < q.first + q.count) owner = k;
+  }
+  auto backend = make_backend(Device::cpu, BackendOptions{1, 0, false});
+  for (Method m : {Method::odc, Method::imakura, Method::kawakami, Method::gopp, Method::rdp_ls}) {
+    AlignOptions opts;
+    opts.method = m;
+    try {
+      dist::align_distributed(comm, slice(A, mine), mine.first, c, opts, *backend);
+      ADD_FAILURE() << to_string(m) << ": no error";
+    } catch (const InvalidInput& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find("rank " + std::to_string(owner) + " of " + std::to_string(comm.size())),
+                std::string::npos)
+          << to_string(m) << ": " << msg;
+      EXPECT_NE(msg.find("user 5"), std::string::npos) << to_string(m) << ": " << msg;
+      EXPECT_NE(msg.find("rank deficient"), std::string::npos) << to_string(m) << ": " << msg;
+    }
+  }
+}
+
 // The slices are checked against each other before any work.
 TEST(DistErrors, InconsistentSlicesAreRejectedOnEveryRank) {
   auto& comm = *g_comm;
@@ -291,12 +353,6 @@ TEST(DistErrors, InconsistentSlicesAreRejectedOnEveryRank) {
     EXPECT_THROW(dist::align_distributed(comm, A, 0, 5, opts, *backend), InvalidInput);
   } else {
     EXPECT_THROW(dist::align_distributed(comm, A, 0, 4, opts, *backend), InvalidInput);
-  }
-  opts.method = Method::rdp_ls;
-  const dist::UserRange r = dist::even_split(4, comm.rank(), comm.size());
-  if (r.count > 0) {
-    EXPECT_THROW(dist::align_distributed(comm, slice(A, r), r.first, 4, opts, *backend),
-                 InvalidInput);
   }
 }
 

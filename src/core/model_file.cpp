@@ -1,0 +1,480 @@
+// The model directory of include/dcalign/aligner.hpp: model.json (read strictly, bounded, every
+// key checked) and target.npy, written under a temporary name and published atomically.
+#include "core/model_file.hpp"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "core/methods.hpp"
+#include "dcalign/polar.hpp"
+
+#ifndef DCALIGN_VERSION_STRING
+#define DCALIGN_VERSION_STRING "unknown"
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)  // <linux/fs.h>; older C libraries lack the declaration
+#endif
+
+namespace dcalign {
+namespace model_file {
+namespace {
+
+constexpr std::uintmax_t kMaxModelJsonBytes = 1 << 20;
+
+// ---- names of the options in model.json
+
+const char* name_of(TargetRotation v) {
+  return v == TargetRotation::haar       ? "haar"
+         : v == TargetRotation::identity ? "identity"
+                                         : "supplied";
+}
+const char* name_of(RightFactor v) {
+  return v == RightFactor::identity  ? "identity"
+         : v == RightFactor::uniform ? "uniform"
+                                     : "supplied";
+}
+const char* name_of(KawakamiForm v) { return v == KawakamiForm::qr_svd ? "qr-svd" : "eigen"; }
+const char* name_of(GoppInit v) { return v == GoppInit::spectral ? "spectral" : "odc"; }
+
+Json svd_json(const SvdOptions& s) {
+  Json j;
+  j["algorithm"] = to_string(s.algorithm);
+  j["oversampling"] = s.oversampling;
+  j["power_iterations"] = s.power_iterations;
+  j["seed"] = s.seed;
+  return j;
+}
+
+/// The keys of the "options" object of each method; a model must have exactly these.
+const std::vector<std::string>& option_keys(Method m) { return core::method_info(m).model_keys; }
+
+std::string key_list(std::vector<std::string> keys) {
+  std::sort(keys.begin(), keys.end());
+  std::string s;
+  for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
+  return "{" + s + "}";
+}
+
+/// Typed access to model.json with errors that name the file and the key.
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+  [[noreturn]] void fail(const std::string& what) const {
+    throw IoError("model file '" + file_ + "': " + what);
+  }
+  const Json& at(const Json& obj, const std::string& key, const std::string& where) const {
+    const auto it = obj.find(key);
+    if (it == obj.end()) fail("missing key '" + where + key + "'");
+    return *it;
+  }
+  std::string str(const Json& obj, const std::string& key, const std::string& where = "") const {
+    const Json& v = at(obj, key, where);
+    if (!v.is_string()) fail("key '" + where + key + "' must be a string, found " + v.dump());
+    return v.get<std::string>();
+  }
+  index_t integer(const Json& obj, const std::string& key, index_t min,
+                  const std::string& where = "") const {
+    const Json& v = at(obj, key, where);
+    const auto bad = [&] {
+      fail("key '" + where + key + "' must be an integer >= " + std::to_string(min) + ", found " +
+           v.dump());
+    };
+    if (!v.is_number_integer()) bad();
+    if (v.is_number_unsigned() &&
+        v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max()))
+      bad();
+    if (v.get<index_t>() < min) bad();
+    return v.get<index_t>();
+  }
+  std::uint64_t u64(const Json& obj, const std::string& key, const std::string& where = "") const {
+    const Json& v = at(obj, key, where);
+    if (!v.is_number_unsigned())
+      fail("key '" + where + key + "' must be a non-negative integer, found " + v.dump());
+    return v.get<std::uint64_t>();
+  }
+  double number(const Json& obj, const std::string& key, const std::string& where = "") const {
+    const Json& v = at(obj, key, where);
+    if (!v.is_number()) fail("key '" + where + key + "' must be a number, found " + v.dump());
+    return v.get<double>();
+  }
+  bool boolean(const Json& obj, const std::string& key, const std::string& where = "") const {
+    const Json& v = at(obj, key, where);
+    if (!v.is_boolean()) fail("key '" + where + key + "' must be true or false, found " + v.dump());
+    return v.get<bool>();
+  }
+  /// An enumeration through the library's parser, whose InvalidInput becomes an IoError here.
+  template <typename Parse>
+  auto choice(const Json& obj, const std::string& key, Parse parse,
+              const std::string& where = "") const {
+    const std::string s = str(obj, key, where);
+    try {
+      return parse(s);
+    } catch (const InvalidInput& e) {
+      fail("key '" + where + key + "': " + e.what());
+    }
+  }
+  void exact_keys(const Json& obj, const std::vector<std::string>& keys, const std::string& what,
+                  const std::string& hint = "") const {
+    if (!obj.is_object()) fail(what + " must be a JSON object");
+    for (const auto& k : keys)
+      if (!obj.contains(k))
+        fail(what + " lacks key '" + k + "' (expected exactly the keys " + key_list(keys) + ")" +
+             hint);
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      if (std::find(keys.begin(), keys.end(), it.key()) == keys.end())
+        fail(what + " has the unexpected key '" + it.key() + "' (expected exactly the keys " +
+             key_list(keys) + ")" + hint);
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+};
+
+const std::vector<std::string> kTopKeys = {
+    "format", "format_version", "dcalign_version", "method",         "precision", "anchor_rows",
+    "dim",    "users",          "enrolment",       "rank_tolerance", "target",    "options"};
+
+/// One key of the "options" object: its value from the fitted state, and back.
+struct OptionCodec {
+  const char* key;
+  Json (*write)(const Saved&);
+  void (*read)(const Reader&, const Json&, Parsed&);
+};
+
+// ---- the values of the options: one codec per key of model.json's "options" object, so that a
+// method's keys (its MethodInfo::model_keys) are all a new method needs here.
+
+/// The prefix of the options' keys in messages.
+const char* const kOptions = "options.";
+
+void read_svd(const Reader& in, const Json& o, Parsed& m) {
+  const Json& s = o["svd"];
+  const std::string w = "options.svd.";
+  in.exact_keys(s, {"algorithm", "oversampling", "power_iterations", "seed"}, "'options.svd'");
+  m.opts.svd.algorithm = in.choice(s, "algorithm", parse_svd_algorithm, w);
+  m.opts.svd.oversampling = in.integer(s, "oversampling", 0, w);
+  m.opts.svd.power_iterations = static_cast<int>(in.integer(s, "power_iterations", 0, w));
+  m.opts.svd.seed = in.u64(s, "seed", w);
+}
+
+const std::vector<OptionCodec>& option_codecs() {
+  using S = const Saved&;
+  using R = const Reader&;
+  using J = const Json&;
+  static const std::vector<OptionCodec> table = {
+      {"target", [](S s) -> Json { return s.explicit_target ? "explicit" : "reference"; },
+       [](R in, J o, Parsed& m) {
+         const std::string target = in.str(o, "target", kOptions);
+         if (target != "reference" && target != "explicit")
+           in.fail("key 'options.target' must be \"reference\" or \"explicit\"");
+         m.explicit_target = target == "explicit";
+       }},
+      {"reference_user", [](S s) -> Json { return s.opts.reference_user; },
+       [](R in, J o, Parsed& m) {
+         m.opts.reference_user = in.integer(o, "reference_user", 0, kOptions);
+       }},
+      {"rotation", [](S s) -> Json { return name_of(s.opts.rotation); },
+       [](R in, J o, Parsed& m) {
+         m.opts.rotation = in.choice(o, "rotation", parse_target_rotation, kOptions);
+       }},
+      {"seed", [](S s) -> Json { return s.opts.seed; },
+       [](R in, J o, Parsed& m) { m.opts.seed = in.u64(o, "seed", kOptions); }},
+      {"polar", [](S s) -> Json { return to_string(s.opts.polar); },
+       [](R in, J o, Parsed& m) {
+         m.opts.polar = in.choice(o, "polar", parse_polar_method, kOptions);
+       }},
+      {"init", [](S s) -> Json { return name_of(s.opts.gopp_init); },
+       [](R in, J o, Parsed& m) {
+         m.opts.gopp_init = in.choice(o, "init", parse_gopp_init, kOptions);
+       }},
+      {"svd", [](S s) { return svd_json(s.opts.svd); }, read_svd},
+      {"tolerance", [](S s) -> Json { return s.opts.gopp_tolerance; },
+       [](R in, J o, Parsed& m) { m.opts.gopp_tolerance = in.number(o, "tolerance", kOptions); }},
+      // GOPP's and RDP's iteration caps share the key.
+      {"max_iterations",
+       [](S s) -> Json {
+         return s.opts.method == Method::gopp ? s.opts.gopp_max_iterations
+                                              : s.opts.rdp_max_iterations;
+       },
+       [](R in, J o, Parsed& m) {
+         const index_t v = in.integer(o, "max_iterations", 1, kOptions);
+         (m.opts.method == Method::gopp ? m.opts.gopp_max_iterations : m.opts.rdp_max_iterations) =
+             v;
+       }},
+      {"iterations", [](S s) -> Json { return s.iterations; },
+       [](R in, J o, Parsed& m) { m.iterations = in.integer(o, "iterations", 0, kOptions); }},
+      {"converged", [](S s) -> Json { return s.converged; },
+       [](R in, J o, Parsed& m) { m.converged = in.boolean(o, "converged", kOptions); }},
+      {"right", [](S s) -> Json { return name_of(s.opts.right); },
+       [](R in, J o, Parsed& m) {
+         m.opts.right = in.choice(o, "right", parse_right_factor, kOptions);
+       }},
+      {"form", [](S s) -> Json { return name_of(s.opts.kawakami_form); },
+       [](R in, J o, Parsed& m) {
+         m.opts.kawakami_form = in.choice(o, "form", parse_kawakami_form, kOptions);
+       }},
+      {"eta", [](S s) -> Json { return s.opts.rdp_eta; },
+       [](R in, J o, Parsed& m) { m.opts.rdp_eta = in.number(o, "eta", kOptions); }},
+      {"gradient_tolerance", [](S s) -> Json { return s.opts.rdp_gradient_tolerance; },
+       [](R in, J o, Parsed& m) {
+         m.opts.rdp_gradient_tolerance = in.number(o, "gradient_tolerance", kOptions);
+       }},
+      {"memory", [](S s) -> Json { return s.opts.rdp_memory; },
+       [](R in, J o, Parsed& m) { m.opts.rdp_memory = in.integer(o, "memory", 1, kOptions); }},
+  };
+  return table;
+}
+
+const OptionCodec& option_codec(const std::string& key) {
+  for (const OptionCodec& c : option_codecs())
+    if (key == c.key) return c;
+  throw std::logic_error("model.json: no codec for the option key '" + key +
+                         "' (src/core/model_file.cpp)");
+}
+
+}  // namespace
+
+fs::path model_dir(const std::string& dir) {
+  fs::path d(dir);
+  if (!d.has_filename()) d = d.parent_path();  // "M/" names M
+  return d;
+}
+
+Json read_model_json(const std::string& dir, const std::string& file) {
+  const Reader in(file);
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec))
+    throw IoError("cannot load model '" + dir + "': '" + file +
+                  (fs::exists(file, ec) ? "' is not a regular file" : "' does not exist") +
+                  " (a model is a directory holding model.json and target.npy)");
+  std::ifstream f(file, std::ios::binary);
+  if (!f)
+    throw IoError("cannot load model '" + dir + "': cannot open '" + file + "' (" +
+                  (errno ? std::strerror(errno) : "unknown error") + ")");
+  // Bounded before reading: a model.json is a few hundred bytes.
+  const auto size = fs::file_size(file, ec);
+  if (ec || size > kMaxModelJsonBytes)
+    in.fail("is " + std::to_string(size) + " bytes; a model.json is at most " +
+            std::to_string(kMaxModelJsonBytes) + " bytes (not a dcalign model, or corrupt)");
+  std::string text(static_cast<std::size_t>(size), '\0');
+  f.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (f.gcount() != static_cast<std::streamsize>(text.size()))
+    in.fail("could not be read whole (it changed while being read?)");
+  // Strict, as the TOML reader: one JSON value and nothing after it (no NUL byte and garbage,
+  // which the parser would take as the end of its input), and no key twice in an object.
+  if (const auto nul = text.find('\0'); nul != std::string::npos)
+    in.fail("has a NUL byte at offset " + std::to_string(nul) + " (corrupt or not a JSON file)");
+  std::vector<std::set<std::string>> keys;
+  std::string duplicate;
+  const Json::parser_callback_t strict = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.empty() && duplicate.empty() &&
+        !keys.back().insert(parsed.get<std::string>()).second)
+      duplicate = parsed.get<std::string>();
+    return true;
+  };
+  Json j;
+  try {
+    j = Json::parse(text, strict);
+  } catch (const Json::parse_error& e) {
+    in.fail(std::string("not valid JSON (truncated or corrupt?): ") + e.what());
+  } catch (const Json::exception& e) {
+    // The parser also throws out_of_range, e.g. for a number beyond double's range (1e999).
+    in.fail(std::string("has a value JSON cannot hold: ") + e.what());
+  }
+  if (!duplicate.empty())
+    in.fail("has the key '" + duplicate + "' twice in one object (a model has each key once)");
+  if (!j.is_object()) in.fail("not a JSON object");
+  if (!j.contains("format") || j["format"] != kFormatName)
+    in.fail(std::string("not a dcalign model: expected \"format\": \"") + kFormatName + "\"");
+  return j;
+}
+
+Parsed parse_model(const std::string& dir) {
+  const fs::path d = model_dir(dir);
+  std::error_code ec;
+  if (!fs::exists(d, ec))
+    throw IoError("cannot load model '" + dir + "': no such directory (a model is a directory " +
+                  "holding model.json and target.npy, written by Aligner::save or `dcalign " +
+                  "align --model-out`)");
+  if (!fs::is_directory(d, ec))
+    throw IoError("cannot load model '" + dir + "': not a directory (a model is a directory " +
+                  "holding model.json and target.npy, written by Aligner::save or `dcalign " +
+                  "align --model-out`)");
+  const std::string file = (d / kJsonFile).string();
+  const Reader in(file);
+  const Json j = read_model_json(dir, file);
+  const index_t version = in.integer(j, "format_version", 0);
+  if (version != kModelFormatVersion)
+    in.fail("format version " + std::to_string(version) + "; this dcalign (" +
+            DCALIGN_VERSION_STRING + ") reads format version " +
+            std::to_string(kModelFormatVersion));
+  in.exact_keys(j, kTopKeys, "the top-level object");
+
+  Parsed m;
+  m.info.format_version = static_cast<int>(version);
+  m.info.dcalign_version = in.str(j, "dcalign_version");
+  m.info.method = in.choice(j, "method", parse_method);
+  m.opts.method = m.info.method;
+  m.info.precision = in.str(j, "precision");
+  if (m.info.precision != "float32" && m.info.precision != "float64")
+    in.fail("key 'precision' must be \"float32\" or \"float64\", found \"" + m.info.precision +
+            "\"");
+  m.info.anchor_rows = in.integer(j, "anchor_rows", 1);
+  m.info.dim = in.integer(j, "dim", 1);
+  m.info.users = in.integer(j, "users", 1);
+  if (m.info.dim > m.info.anchor_rows)
+    in.fail("dim l = " + std::to_string(m.info.dim) + " exceeds anchor_rows a = " +
+            std::to_string(m.info.anchor_rows) + " (a model needs l <= a)");
+  const Method method = m.info.method;
+  const std::string enrolment = in.str(j, "enrolment");
+  const char* expected = core::method_info(method).enrolment == core::Enrolment::procrustes
+                             ? "procrustes"
+                             : "least_squares";
+  if (enrolment != expected)
+    in.fail("method '" + to_string(method) + "' enrols by \"" + expected +
+            "\" but the file says \"" + enrolment + "\" (written for another method, or edited)");
+  m.rank_tolerance = in.number(j, "rank_tolerance");
+  if (!(m.rank_tolerance >= 0) || !std::isfinite(m.rank_tolerance))
+    in.fail("key 'rank_tolerance' must be finite and >= 0");
+  m.opts.rank_tolerance = m.rank_tolerance;
+
+  const Json& t = in.at(j, "target", "");
+  in.exact_keys(t, {"file", "shape"}, "'target'");
+  m.target_file = in.str(t, "file", "target.");
+  if (m.target_file.empty() || m.target_file.find('/') != std::string::npos ||
+      m.target_file == "." || m.target_file == "..")
+    in.fail("key 'target.file' must name a file inside the model directory, found \"" +
+            m.target_file + "\"");
+  const Json& shape = t["shape"];
+  if (!shape.is_array() || shape.size() != 2 || !shape[0].is_number_integer() ||
+      !shape[1].is_number_integer() || shape[0].get<index_t>() != m.info.anchor_rows ||
+      shape[1].get<index_t>() != m.info.dim)
+    in.fail("key 'target.shape' is " + shape.dump() + ", expected [anchor_rows, dim] = [" +
+            std::to_string(m.info.anchor_rows) + ", " + std::to_string(m.info.dim) + "]");
+
+  // The options: exactly the keys of this method, so that a file written for another method and
+  // relabelled is recognised.
+  const Json& o = in.at(j, "options", "");
+  in.exact_keys(o, option_keys(method), "'options' of method '" + to_string(method) + "'",
+                "; written for another method, or edited");
+  for (const std::string& key : option_keys(method)) option_codec(key).read(in, o, m);
+  return m;
+}
+
+Json options_json(const Saved& s) {
+  Json o = Json::object();
+  for (const std::string& key : option_keys(s.opts.method)) o[key] = option_codec(key).write(s);
+  return o;
+}
+
+// ---- atomic save
+
+void fsync_path(const fs::path& p, bool directory) {
+  const int fd = ::open(p.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) {
+    if (directory) return;  // best effort: some file systems do not open directories
+    throw IoError("cannot open '" + p.string() + "' to flush it: " + std::strerror(errno));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && !directory)
+    throw IoError("cannot flush '" + p.string() + "' to disk: " + std::strerror(err));
+}
+
+fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag) {
+  static std::atomic<unsigned long> counter{0};
+  const auto ticks = std::chrono::steady_clock::now().time_since_epoch().count();
+  return parent / ("." + name.string() + "." + tag + "-" + std::to_string(::getpid()) + "-" +
+                   std::to_string(counter++) + "-" + std::to_string(ticks));
+}
+
+/// Moves the complete directory `tmp` to `dest`. An existing model is swapped with the new one
+/// in one step (renameat2 RENAME_EXCHANGE); where the file system cannot, it is moved aside
+/// first, so `dest` is always either the old or the new complete model, or briefly absent.
+void publish(const fs::path& tmp, const fs::path& dest, bool replace) {
+  const auto fail = [&](const std::string& what, int err) {
+    throw IoError("cannot save model to '" + dest.string() + "': " + what + " (" +
+                  std::strerror(err) + ")");
+  };
+  if (!replace) {
+    if (::rename(tmp.c_str(), dest.c_str()) != 0) fail("rename into place failed", errno);
+    return;
+  }
+  std::error_code ec;
+#ifdef SYS_renameat2
+  if (::syscall(SYS_renameat2, AT_FDCWD, tmp.c_str(), AT_FDCWD, dest.c_str(), RENAME_EXCHANGE) ==
+      0) {
+    fs::remove_all(tmp, ec);  // now the old model; a leftover is harmless
+    return;
+  }
+  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP && errno != EOPNOTSUPP)
+    fail("atomic exchange with the existing model failed", errno);
+#endif
+  const fs::path old = sibling(dest.parent_path(), dest.filename(), "old");
+  if (::rename(dest.c_str(), old.c_str()) != 0) fail("cannot move the existing model aside", errno);
+  if (::rename(tmp.c_str(), dest.c_str()) != 0) {
+    const int err = errno;
+    ::rename(old.c_str(), dest.c_str());
+    fail("rename into place failed", err);
+  }
+  fs::remove_all(old, ec);
+}
+
+}  // namespace model_file
+
+using namespace model_file;
+
+ModelInfo read_model_info(const std::string& dir) { return parse_model(dir).info; }
+
+void check_model_destination(const std::string& dir) {
+  const fs::path dest = model_dir(dir);
+  const auto refuse = [&](const std::string& why) {
+    throw IoError("cannot save model to '" + dir + "': " + why +
+                  "; it is not a dcalign model directory, and only a dcalign model directory "
+                  "(model.json with \"format\": \"" +
+                  kFormatName + "\", and target.npy, nothing else) is replaced. Choose a new " +
+                  "name or remove it yourself");
+  };
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dest, ec);
+  if (st.type() == fs::file_type::not_found) return;
+  if (st.type() == fs::file_type::symlink) refuse("it is a symbolic link");
+  if (st.type() != fs::file_type::directory) refuse("it exists and is not a directory");
+  for (const auto& e : fs::directory_iterator(dest, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name != kJsonFile && name != kTargetFile)
+      refuse("it holds '" + name + "', which is not part of a model");
+    if (!e.is_regular_file(ec) || e.is_symlink(ec))
+      refuse("its '" + name + "' is not a regular file");
+  }
+  if (ec) refuse("it cannot be listed (" + ec.message() + ")");
+  if (!fs::exists(dest / kJsonFile, ec)) refuse("it has no model.json");
+  Json j;
+  try {
+    j = read_model_json(dir, (dest / kJsonFile).string());
+  } catch (const IoError& e) {
+    refuse(std::string("it is not a dcalign model (") + e.what() + ")");
+  }
+  if (!j.contains("format_version") || !j["format_version"].is_number_integer())
+    refuse("its model.json has no integer \"format_version\"");
+}
+
+}  // namespace dcalign
