@@ -8,6 +8,7 @@
 // has fewer than 2^31 elements (checked by the callers through to_int).
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dcalign::cuda::kernels {
@@ -98,5 +99,18 @@ void polar_mark_singular(cudaStream_t stream, index_t count, const int* info, T*
 template <typename T>
 void polar_newton_step(cudaStream_t stream, index_t count, index_t n, T* X, const T* Y, T* state,
                        int iteration, double tolerance, int* active);
+
+// ---- the fused Newton phase (kernels/polar_fused.cu)
+/// Dynamic shared memory that polar_newton_fused needs for n x n matrices.
+template <typename T>
+std::size_t polar_fused_shared_bytes(index_t n);
+/// polar::newton_phase (base/polar_block.hpp) on every matrix, one block each with X_k and its
+/// inverse in shared memory: up to max_steps Newton steps per matrix with no host exchange;
+/// atomically adds the number of matrices still active afterwards to *active (zeroed before).
+/// Returns the error of raising the kernel's shared-memory limit (nothing queued then), else
+/// cudaSuccess.
+template <typename T>
+cudaError_t polar_newton_fused(cudaStream_t stream, index_t count, index_t n, T* X, T* state,
+                               int max_steps, double tolerance, int* active);
 
 }  // namespace dcalign::cuda::kernels

@@ -81,6 +81,12 @@ class CudaPrimitives final : public Primitives<T> {
                             double tolerance) override {
     return ops::polar_newton_step(use(), X, Y, state, iteration, tolerance);
   }
+  index_t polar_newton_steps(StackView<T> X, StackView<T> Y, T* state, int max_steps,
+                             double tolerance) override {
+    const index_t active = ops::polar_newton_steps(use(), X, Y, state, max_steps, tolerance);
+    if (active >= 0) return active;
+    return Primitives<T>::polar_newton_steps(X, Y, state, max_steps, tolerance);
+  }
   void add_identity_batched(T alpha, StackView<T> C) override {
     ops::add_identity_batched(use(), alpha, C);
   }

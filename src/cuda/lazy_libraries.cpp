@@ -125,6 +125,9 @@
   X(cusolver, cusolverStatus_t, cusolverDnDorgqr_bufferSize, (cusolverDnHandle_t handle, int m,   \
       int n, int k, const double* A, int lda, const double* tau, int* lwork), (handle, m, n, k,   \
       A, lda, tau, lwork))                                                                        \
+  X(cusolver, cusolverStatus_t, cusolverDnDpotrfBatched, (cusolverDnHandle_t handle,             \
+      cublasFillMode_t uplo, int n, double* Aarray[], int lda, int* infoArray, int batchSize),    \
+      (handle, uplo, n, Aarray, lda, infoArray, batchSize))                                       \
   X(cusolver, cusolverStatus_t, cusolverDnDsyevdx, (cusolverDnHandle_t handle,                     \
       cusolverEigMode_t jobz, cusolverEigRange_t range, cublasFillMode_t uplo, int n, double* A,    \
       int lda, double vl, double vu, int il, int iu, int* meig, double* W, double* work, int lwork,          \
@@ -171,6 +174,9 @@
   X(cusolver, cusolverStatus_t, cusolverDnSorgqr_bufferSize, (cusolverDnHandle_t handle, int m,   \
       int n, int k, const float* A, int lda, const float* tau, int* lwork), (handle, m, n, k, A,  \
       lda, tau, lwork))                                                                           \
+  X(cusolver, cusolverStatus_t, cusolverDnSpotrfBatched, (cusolverDnHandle_t handle,             \
+      cublasFillMode_t uplo, int n, float* Aarray[], int lda, int* infoArray, int batchSize),     \
+      (handle, uplo, n, Aarray, lda, infoArray, batchSize))                                       \
   X(cusolver, cusolverStatus_t, cusolverDnSsyevdx, (cusolverDnHandle_t handle,                     \
       cusolverEigMode_t jobz, cusolverEigRange_t range, cublasFillMode_t uplo, int n, float* A,    \
       int lda, float vl, float vu, int il, int iu, int* meig, float* W, float* work, int lwork,          \

@@ -64,6 +64,20 @@ inline cublasStatus_t trsm_upper_batched(cublasHandle_t h, int m, int n, const d
                             CUBLAS_DIAG_NON_UNIT, m, n, alpha, R, ldr, B, ldb, count);
 }
 
+/// Right, upper, no transpose, non-unit: B <- B R^{-1} in place (B m x n, R n x n).
+inline cublasStatus_t trsm_right_upper_batched(cublasHandle_t h, int m, int n, const float* alpha,
+                                               const float* const R[], int ldr, float* const B[],
+                                               int ldb, int count) {
+  return cublasStrsmBatched(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                            CUBLAS_DIAG_NON_UNIT, m, n, alpha, R, ldr, B, ldb, count);
+}
+inline cublasStatus_t trsm_right_upper_batched(cublasHandle_t h, int m, int n, const double* alpha,
+                                               const double* const R[], int ldr, double* const B[],
+                                               int ldb, int count) {
+  return cublasDtrsmBatched(h, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                            CUBLAS_DIAG_NON_UNIT, m, n, alpha, R, ldr, B, ldb, count);
+}
+
 inline cublasStatus_t getrf_batched(cublasHandle_t h, int n, float* const A[], int lda, int* piv,
                                     int* info, int count) {
   return cublasSgetrfBatched(h, n, A, lda, piv, info, count);
@@ -140,6 +154,16 @@ inline cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, doubl
                                        int count) {
   return cusolverDnDgesvdjBatched(h, CUSOLVER_EIG_MODE_VECTOR, m, n, A, lda, S, U, ldu, V, ldv,
                                   work, lwork, info, params, count);
+}
+
+/// Upper Cholesky factor of every n x n matrix in place (A = R^T R), info per matrix.
+inline cusolverStatus_t potrf_batched(cusolverDnHandle_t h, int n, float* A[], int lda, int* info,
+                                      int count) {
+  return cusolverDnSpotrfBatched(h, CUBLAS_FILL_MODE_UPPER, n, A, lda, info, count);
+}
+inline cusolverStatus_t potrf_batched(cusolverDnHandle_t h, int n, double* A[], int lda, int* info,
+                                      int count) {
+  return cusolverDnDpotrfBatched(h, CUBLAS_FILL_MODE_UPPER, n, A, lda, info, count);
 }
 
 inline cusolverStatus_t geqrf_buffer_size(cusolverDnHandle_t h, int m, int n, float* A, int lda,

@@ -83,6 +83,18 @@ void inverse_batched(Context& ctx, StackView<const T> X, StackView<T> Y, T* stat
 template <typename T>
 index_t polar_newton_step(Context& ctx, StackView<T> X, StackView<const T> Y, T* state,
                           int iteration, double tolerance);
+/// The whole Newton phase in one kernel (kernels/polar_fused.cu) while n <= fused_polar_limit
+/// and the device has the shared memory: the number of matrices still active, or -1 when the
+/// kernel does not apply (the caller then composes inverse_batched and polar_newton_step).
+template <typename T>
+index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* state, int max_steps,
+                           double tolerance);
+/// The largest order the fused kernel takes: X and its inverse in shared memory, 2 n^2 values
+/// (128 KiB at n = 128 in float, 144 KiB at 96 in double; an H100's block may have 227 KiB).
+template <typename T>
+constexpr index_t fused_polar_limit() {
+  return sizeof(T) == 4 ? 128 : 96;
+}
 template <typename T>
 void add_identity_batched(Context& ctx, T alpha, StackView<T> C);
 

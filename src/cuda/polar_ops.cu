@@ -1,5 +1,7 @@
-// The primitives of the batched polar iteration (src/core/polar.cpp) on the GPU: own kernels for
-// the fused per-matrix steps (kernels/polar_kernels.cu), cuBLAS batched LU for the inverses.
+// The primitives of the batched polar iteration (src/core/polar.cpp) on the GPU: the whole Newton
+// phase in one kernel while X and its inverse fit one block's shared memory
+// (kernels/polar_fused.cu); above that, own kernels for the per-matrix steps
+// (kernels/polar_kernels.cu) and cuBLAS batched LU for the inverses.
 #include <string>
 
 #include "cuda/check.hpp"
@@ -86,17 +88,42 @@ index_t polar_newton_step(Context& ctx, StackView<T> X, StackView<const T> Y, T*
 }
 
 template <typename T>
+index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* state, int max_steps,
+                           double tolerance) {
+  const index_t count = X.count(), n = X.rows();
+  require_square_stack(X, count, n, "polar_newton_steps");
+  require_square_stack(Y, count, n, "polar_newton_steps");
+  if (count == 0 || n == 0) return 0;
+  if (n > fused_polar_limit<T>()) return -1;
+  // The kernel's shared memory against what one block may have on this device (opt-in).
+  int device = 0, optin = 0;
+  DCALIGN_CUDA(cudaGetDevice(&device));
+  DCALIGN_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  if (kernels::polar_fused_shared_bytes<T>(n) > static_cast<std::size_t>(optin)) return -1;
+  to_int(count, "batch count");  // one block per matrix
+  int* active = static_cast<int*>(ctx.workspace(Context::kResults, sizeof(int)));
+  DCALIGN_CUDA(cudaMemsetAsync(active, 0, sizeof(int), ctx.stream()));
+  if (kernels::polar_newton_fused(ctx.stream(), count, n, X.data(), state, max_steps, tolerance,
+                                  active) != cudaSuccess)
+    return -1;
+  int host = 0;
+  download(ctx, static_cast<const int*>(active), &host, 1);  // the whole phase's only sync
+  return host;
+}
+
+template <typename T>
 void add_identity_batched(Context& ctx, T alpha, StackView<T> C) {
   if (C.rows() != C.cols())
     throw InvalidInput("add_identity_batched: square matrices expected (internal error)");
   kernels::add_identity(ctx.stream(), C.count(), C.rows(), C.data(), C.ld(), C.stride(), alpha);
 }
 
-#define DCALIGN_INSTANTIATE_POLAR_OPS(T)                                                     \
-  template void polar_start<T>(Context&, StackView<const T>, bool, StackView<T>, T*);        \
-  template void inverse_batched<T>(Context&, StackView<const T>, StackView<T>, T*);          \
-  template index_t polar_newton_step<T>(Context&, StackView<T>, StackView<const T>, T*, int, \
-                                        double);                                             \
+#define DCALIGN_INSTANTIATE_POLAR_OPS(T)                                                         \
+  template void polar_start<T>(Context&, StackView<const T>, bool, StackView<T>, T*);            \
+  template void inverse_batched<T>(Context&, StackView<const T>, StackView<T>, T*);              \
+  template index_t polar_newton_step<T>(Context&, StackView<T>, StackView<const T>, T*, int,     \
+                                        double);                                                 \
+  template index_t polar_newton_steps<T>(Context&, StackView<T>, StackView<T>, T*, int, double); \
   template void add_identity_batched<T>(Context&, T, StackView<T>);
 DCALIGN_INSTANTIATE_POLAR_OPS(float)
 DCALIGN_INSTANTIATE_POLAR_OPS(double)

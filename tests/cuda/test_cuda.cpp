@@ -761,6 +761,46 @@ TYPED_TEST(CudaVsCpu, PolarIterationStepByStep) {
     }
 }
 
+// The whole Newton phase (Primitives::polar_newton_steps): on the GPU one kernel per batch
+// (kernels/polar_fused.cu, base/polar_block.hpp) up to its order limit, the composed steps
+// above. From the same start, the same decisions as the CPU's fused phase (steps, flags, the
+// polish's count; a threshold met by rounding may move a step count by one) and the same X to
+// the rounding of the inverses amplified by the condition (1e3 here).
+TYPED_TEST(CudaVsCpu, PolarNewtonPhase) {
+  using T = TypeParam;
+  constexpr int kStateSize = polar::kStateSize;
+  for (index_t l : {index_t(5), index_t(33), index_t(64), index_t(96), index_t(128), index_t(160)})
+    for (index_t c : kCounts) {
+      SCOPED_TRACE("l = " + std::to_string(l) + ", c = " + std::to_string(c));
+      const auto M = conditioned_stack<T>(c, l, 1e3, 230 + l + c);
+      const index_t n = c * l * l;
+      const double tolerance =
+          std::sqrt(2.0 * std::sqrt(eps<T>() / 3.0)) / std::sqrt(static_cast<double>(l));
+      std::vector<T> X(n), Y(n), state(c * kStateSize);
+      const StackView<T> hX(X.data(), c, l, l), hY(Y.data(), c, l, l);
+      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data());
+      Buffer<T> dX = this->up(X), dY = this->gpu().allocate(n), ds = this->up(state);
+      const index_t ac = this->cpu().polar_newton_steps(hX, hY, state.data(), 100, tolerance);
+      const index_t ag = this->gpu().polar_newton_steps(StackView<T>(dX.data(), c, l, l),
+                                                        StackView<T>(dY.data(), c, l, l), ds.data(),
+                                                        100, tolerance);
+      EXPECT_EQ(ag, ac);
+      const auto sg = this->down(ds);
+      const auto xg = this->down(dX);
+      for (index_t k = 0; k < c; ++k) {
+        const T* a = sg.data() + k * kStateSize;
+        const T* b = state.data() + k * kStateSize;
+        EXPECT_EQ(polar::flags(a), polar::flags(b)) << "matrix " << k;
+        EXPECT_LE(std::abs(a[polar::kIterations] - b[polar::kIterations]), T(1)) << k;
+        EXPECT_LE(std::abs(a[polar::kSchulz] - b[polar::kSchulz]), T(1)) << k;
+        if (a[polar::kIterations] != b[polar::kIterations]) continue;  // X one step apart
+        EXPECT_LE(rel_diff(xg.data() + k * l * l, X.data() + k * l * l, l * l),
+                  100 * l * eps<T>() * std::sqrt(1e3))
+            << "matrix " << k;
+      }
+    }
+}
+
 TYPED_TEST(CudaVsCpu, PolarFactorEndToEnd) {
   using T = TypeParam;
   for (index_t l : kOrders)

@@ -1,0 +1,172 @@
+#pragma once
+// The whole Newton phase of the batched polar iteration (src/core/polar.cpp) for one matrix, as
+// one block of cooperating threads runs it: the inverse by Gauss-Jordan elimination with
+// partial pivoting, the norms, the scaled Newton step and the decisions of polar_scalar.hpp,
+// step after step with no exchange with the host. The CUDA backend runs it as one thread block
+// per matrix with X and its inverse in shared memory (kernels/polar_fused.cu), which removes
+// the host synchronisation and the batched-LU calls of every step; the CPU tests run the same
+// function through SerialBlock, so CI checks the logic that the GPU runs.
+//
+// Why no library: cuBLAS's batched LU and inverse work one step at a time over the whole batch
+// and return to the host between steps; no cuSOLVER or cuBLAS routine runs a per-matrix
+// iteration with per-matrix stopping.
+//
+// A Block offers (every thread of the block calls each function, with the same arguments):
+//   for_each(n, f)     f(i) for i in [0, n), the indices shared among the threads;
+//   sync()             a barrier (makes the writes of for_each visible to every thread);
+//   sum(n, f)          sum of f(i) over [0, n) in double, the same value returned everywhere;
+//   sum2(n, f, a, b)   two sums at once: f(i, s1, s2) adds to s1 and s2;
+//   argmax(n, f)       the first i of the largest f(i) (f(i) >= 0), the same everywhere;
+//   leader()           true on exactly one thread.
+// Every reduction ends with the block synchronised.
+#include "base/polar_scalar.hpp"
+
+namespace dcalign::polar {
+
+/// The block of one CPU thread: the reference execution of the block code (the tests).
+struct SerialBlock {
+  template <typename F>
+  void for_each(int n, F f) {
+    for (int i = 0; i < n; ++i) f(i);
+  }
+  void sync() {}
+  template <typename F>
+  double sum(int n, F f) {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += f(i);
+    return s;
+  }
+  template <typename F>
+  void sum2(int n, F f, double& a, double& b) {
+    a = 0;
+    b = 0;
+    for (int i = 0; i < n; ++i) f(i, a, b);
+  }
+  template <typename F>
+  int argmax(int n, F f) {
+    int best = 0;
+    double top = -1;
+    for (int i = 0; i < n; ++i) {
+      const double v = f(i);
+      if (v > top) {
+        top = v;
+        best = i;
+      }
+    }
+    return best;
+  }
+  bool leader() const { return true; }
+};
+
+/// A <- A^{-1} for the n x n column-major A (leading dimension n), in place, by Gauss-Jordan
+/// elimination with partial pivoting; `column` holds n values and `swaps` n ints of workspace.
+/// False for an exactly zero pivot, with A then undefined.
+///
+/// Step k: the row p >= k of the largest |A(p, k)| is swapped into row k; row k is divided by
+/// the pivot with A(k, k) replaced by 1 first (so it ends as 1 / pivot); every other row i
+/// subtracts A(i, k) times row k, with A(i, k) replaced by 0 first. The row swaps, undone in
+/// reverse order as column swaps, give A^{-1} of the unpermuted A. About 2 n^3 flops, as LU with
+/// getri.
+template <typename T, typename Block>
+DCALIGN_HD inline bool gauss_jordan_inverse(Block& b, T* A, int n, T* column, int* swaps) {
+  for (int k = 0; k < n; ++k) {
+    const int p = k + b.argmax(n - k, [&](int i) {
+      const double v = static_cast<double>(A[(k + i) + k * n]);
+      return v < 0 ? -v : v;
+    });
+    const T pivot = A[p + k * n];
+    // Exactly zero: singular (as LAPACK's getrf reports it). A NaN or Inf goes on, as in the
+    // CPU backend, and the step's norms then stop the matrix as non-finite. The same value on
+    // every thread, so the return is uniform over the block.
+    if (pivot == T(0)) return false;
+    if (b.leader()) swaps[k] = p;
+    if (p != k)
+      b.for_each(n, [&](int j) {
+        const T t = A[k + j * n];
+        A[k + j * n] = A[p + j * n];
+        A[p + j * n] = t;
+      });
+    b.sync();
+    // Row k / pivot, with A(k, k) = 1 first; the column of multipliers saved before row k
+    // changes what the other rows read.
+    const T inv = T(1) / pivot;
+    b.for_each(n, [&](int i) { column[i] = A[i + k * n]; });
+    b.sync();
+    b.for_each(n, [&](int j) { A[k + j * n] = (j == k ? T(1) : A[k + j * n]) * inv; });
+    b.sync();
+    b.for_each(n * n, [&](int e) {
+      const int i = e % n, j = e / n;
+      if (i == k) return;
+      const T f = column[i];
+      A[e] = (j == k ? T(0) : A[e]) - f * A[k + j * n];
+    });
+    b.sync();
+  }
+  for (int k = n - 1; k >= 0; --k) {
+    const int p = swaps[k];
+    if (p != k)
+      b.for_each(n, [&](int i) {
+        const T t = A[i + k * n];
+        A[i + k * n] = A[i + p * n];
+        A[i + p * n] = t;
+      });
+    b.sync();
+  }
+  return true;
+}
+
+/// The Newton phase of one matrix: up to max_steps times, while polar::active(state), Y = X^{-1}
+/// (gauss_jordan_inverse; a zero pivot marks the matrix singular) and one scaled Newton step
+/// X <- zeta X / 2 + Y^T / (2 zeta) with the decisions of polar_scalar.hpp, as the CPU backend's
+/// polar_newton_steps takes them. X and Y are n x n (Y is workspace), `state` holds kStateSize
+/// values that every thread may read; only the leader writes it, and the block is synchronised
+/// on return. Returns whether the matrix is still active.
+template <typename T, typename Block>
+DCALIGN_HD inline bool newton_phase(Block& b, T* X, T* Y, T* state, int n, int max_steps,
+                                    double tolerance, T* column, int* swaps) {
+  // Every thread keeps the state in its own copy, updated by the same calls on the same
+  // (reduced, hence equal) arguments, so the decisions need no broadcast.
+  T st[kStateSize];
+  b.sync();
+  for (int i = 0; i < kStateSize; ++i) st[i] = state[i];
+  for (int it = 0; it < max_steps && active(st); ++it) {
+    b.for_each(n * n, [&](int e) { Y[e] = X[e]; });
+    b.sync();
+    if (!gauss_jordan_inverse(b, Y, n, column, swaps)) {
+      mark_singular(st);
+      break;
+    }
+    double fx2 = 0, fy2 = 0;
+    b.sum2(
+        n * n,
+        [&](int e, double& s1, double& s2) {
+          const double x = static_cast<double>(X[e]), y = static_cast<double>(Y[e]);
+          s1 += x * x;
+          s2 += y * y;
+        },
+        fx2, fy2);
+    const T zeta = newton_zeta(st, fx2, fy2, it);
+    if (!(zeta > T(0))) break;  // newton_zeta stopped the matrix
+    const T a = zeta / T(2), c = T(1) / (T(2) * zeta);
+    double dx2 = 0, xn2 = 0;
+    b.sum2(
+        n * n,
+        [&](int e, double& s1, double& s2) {
+          const int i = e % n, j = e / n;
+          const T v = a * X[e] + c * Y[j + i * n];
+          const double d = static_cast<double>(v) - static_cast<double>(X[e]);
+          s1 += d * d;
+          s2 += static_cast<double>(v) * static_cast<double>(v);
+          X[e] = v;
+        },
+        dx2, xn2);
+    newton_after(st, dx2, xn2, tolerance, n);
+  }
+  b.sync();
+  if (b.leader())
+    for (int i = 0; i < kStateSize; ++i) state[i] = st[i];
+  b.sync();
+  return active(st);
+}
+
+}  // namespace dcalign::polar
