@@ -106,6 +106,19 @@ Stack<T> released_anchors(const Synthetic& s) {
   return Stack<T>::from_matrices(a);
 }
 
+/// U diag(s) V^T (rows x cols, rows >= cols) with Haar U (rows x cols of a square orthogonal)
+/// and V, and singular values geometric from 1 down to 1 / kappa.
+inline Matrix<double> conditioned_matrix(index_t rows, index_t cols, double kappa, Rng& rng) {
+  const Matrix<double> U = random_orthogonal<double>(rows, rng);
+  const Matrix<double> V = random_orthogonal<double>(cols, rng);
+  Matrix<double> us(rows, cols);
+  for (index_t k = 0; k < cols; ++k) {
+    const double s = cols > 1 ? std::pow(kappa, -double(k) / double(cols - 1)) : 1.0;
+    for (index_t i = 0; i < rows; ++i) us(i, k) = U(i, k) * s;
+  }
+  return mul(us, V, false, true);
+}
+
 template <typename T>
 constexpr double eps() {
   return std::numeric_limits<T>::epsilon();

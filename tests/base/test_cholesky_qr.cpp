@@ -12,6 +12,7 @@
 #include "base/cholesky_qr.hpp"
 #include "base/host_blas.hpp"
 #include "dcalign/random.hpp"
+#include "test_util.hpp"
 
 namespace dcalign {
 namespace {
@@ -82,20 +83,12 @@ Result cholesky_qr2(const std::vector<T>& A, lapack_int a, lapack_int l) {
   return out;
 }
 
-/// U diag(s) V^T, a x l, singular values geometric from 1 to 1 / kappa.
+/// An a x l matrix with condition kappa (test_util.hpp), as T.
 template <typename T>
 std::vector<T> with_condition(index_t a, index_t l, double kappa, std::uint64_t seed) {
   Rng rng = Rng::stream(seed, 5);
-  const Matrix<double> U = random_orthogonal<double>(a, rng), V = random_orthogonal<double>(l, rng);
-  std::vector<T> A(static_cast<size_t>(a * l));
-  for (index_t j = 0; j < l; ++j)
-    for (index_t i = 0; i < a; ++i) {
-      double v = 0;
-      for (index_t k = 0; k < l; ++k)
-        v += U(i, k) * std::pow(kappa, -double(k) / double(l - 1)) * V(j, k);
-      A[static_cast<size_t>(i + j * a)] = static_cast<T>(v);
-    }
-  return A;
+  const Matrix<double> m = testing::conditioned_matrix(a, l, kappa, rng);
+  return std::vector<T>(m.values().begin(), m.values().end());
 }
 
 template <typename T>

@@ -12,26 +12,17 @@
 #include "base/polar_block.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/random.hpp"
+#include "test_util.hpp"
 
 namespace dcalign {
 namespace {
 
-/// U diag(s) V^T with Haar U, V and singular values from 1 down to 1 / kappa (geometric).
+/// An n x n matrix with condition kappa (test_util.hpp), as T.
 template <typename T>
 std::vector<T> conditioned(index_t n, double kappa, std::uint64_t seed) {
   Rng rng = Rng::stream(seed, 3);
-  const Matrix<double> U = random_orthogonal<double>(n, rng), V = random_orthogonal<double>(n, rng);
-  std::vector<T> m(static_cast<size_t>(n * n));
-  for (index_t j = 0; j < n; ++j)
-    for (index_t i = 0; i < n; ++i) {
-      double v = 0;
-      for (index_t k = 0; k < n; ++k) {
-        const double s = n > 1 ? std::pow(kappa, -double(k) / double(n - 1)) : 1.0;
-        v += U(i, k) * s * V(j, k);
-      }
-      m[static_cast<size_t>(i + j * n)] = static_cast<T>(v);
-    }
-  return m;
+  const Matrix<double> m = testing::conditioned_matrix(n, n, kappa, rng);
+  return std::vector<T>(m.values().begin(), m.values().end());
 }
 
 /// max_ij |(A B - I)_ij|, in double.
