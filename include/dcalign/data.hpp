@@ -285,6 +285,13 @@ Partition partition_even(index_t num_samples, index_t num_users, std::uint64_t s
 Partition partition_label_skew(const std::vector<double>& y, index_t num_classes, index_t num_users,
                                index_t per_user, std::uint64_t seed);
 
+/// Regression targets as classes for the skewed partitions: the index (0 .. bins-1, as a
+/// double) of each value's quantile bin, bin b holding the values of ranks [b n / bins,
+/// (b + 1) n / bins) in increasing order; equal values share the bin of the first of them. So
+/// Dirichlet skew over these bins skews users towards low or high targets. Throws InvalidInput
+/// for bins < 1, more bins than values, or a non-finite value.
+std::vector<double> quantile_bins(const std::vector<double>& y, index_t bins);
+
 /// Dirichlet label skew: user u draws class proportions p_u ~ Dirichlet(alpha, ..., alpha)
 /// (num_classes entries), then per_user samples, each of class k with probability p_u[k].
 /// Samples are drawn without replacement and disjoint across users; users draw in turn (one

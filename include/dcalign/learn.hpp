@@ -99,6 +99,12 @@ struct ModelOptions {
   /// threads, and on a machine whose cores are busy elsewhere spinning threads can make it
   /// many times slower than threads = 1. Same seed gives identical results for a fixed count.
   int threads = 0;
+  /// Regression: every model (and FedAvg) trains on the standardised targets (y - mean) / sd of
+  /// the targets it is given (FedAvg: of all clients' together; sd 0 counts as 1) and predicts
+  /// back in their units, as scikit-learn's TransformedTargetRegressor with a StandardScaler.
+  /// No effect on classification. Off by default (sklearn's regressors do not scale y), but a
+  /// target far from unit scale slows Adam's MLP and FedAvg's few steps by orders of magnitude.
+  bool standardize_target = false;
   MlpOptions mlp;
   LogRegOptions logreg;
   SvmOptions svm;
@@ -133,6 +139,10 @@ class Model {
   Matrix<double> predict_proba(const Matrix<double>& X) const;
 
   virtual std::string name() const = 0;
+  /// Whether fit() takes this task: regression (num_classes = 0) or classification (>= 2).
+  bool can_fit(int num_classes) const {
+    return num_classes == 0 ? supports_regression() : supports_classification();
+  }
   bool fitted() const { return fitted_; }
   int num_classes() const { return num_classes_; }
   index_t num_features() const { return num_features_; }
@@ -144,6 +154,7 @@ class Model {
  protected:
   Model() = default;
   virtual bool supports_regression() const { return true; }
+  virtual bool supports_classification() const { return true; }
   virtual void fit_impl(const Matrix<double>& X, const std::vector<double>& y) = 0;
   virtual std::vector<double> predict_impl(const Matrix<double>& X) const = 0;
   virtual Matrix<double> predict_proba_impl(const Matrix<double>& X) const = 0;
@@ -160,10 +171,12 @@ class Model {
   bool fitted_ = false;
 };
 
-/// "mlp", "logreg", "svm", "knn" or "forest". Throws InvalidInput for an unknown name or invalid
-/// options, BackendError for an unavailable device.
+/// "mlp", "logreg", "svm", "knn", "forest" or "linear" (ordinary least squares with an
+/// intercept, regression only). Throws InvalidInput for an unknown name or invalid options,
+/// BackendError for an unavailable device.
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options = {});
-/// The kinds make_model knows ("mlp", "logreg", "svm", "knn", "forest"), in that order.
+/// The kinds make_model knows ("mlp", "logreg", "svm", "knn", "forest", "linear"), in that
+/// order.
 std::vector<std::string> model_names();
 
 // ---------------------------------------------------------------------------------------------

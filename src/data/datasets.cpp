@@ -129,6 +129,7 @@ const std::vector<DatasetKind>& datasets() {
       {"german-credit", {"german-credit/german.csv"}, detail::load_german},
       {"digits", {"sklearn/digits.csv.gz"}, [](D dir, O) { return detail::load_digits(dir); }},
       {"breast-cancer", {"sklearn/breast_cancer.csv"}, detail::load_breast_cancer},
+      {"diabetes", {"sklearn/diabetes.csv"}, detail::load_diabetes},
       {"hiv",
        {"molecules/hiv.csv.gz"},
        [](D dir, O o) { return detail::load_molecules("hiv", dir, o); }},

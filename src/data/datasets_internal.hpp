@@ -25,5 +25,7 @@ TrainTest load_heart(const std::string& dir, const LoadOptions& opts);
 TrainTest load_german(const std::string& dir, const LoadOptions& opts);
 TrainTest load_digits(const std::string& dir);
 TrainTest load_breast_cancer(const std::string& dir, const LoadOptions& opts);
+/// Regression: num_classes = 0, the target a real number.
+TrainTest load_diabetes(const std::string& dir, const LoadOptions& opts);
 
 }  // namespace dcalign::data::detail

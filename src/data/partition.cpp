@@ -282,6 +282,32 @@ Partition partition_dirichlet(const std::vector<double>& y, index_t num_classes,
   return p;
 }
 
+std::vector<double> quantile_bins(const std::vector<double>& y, index_t bins) {
+  const index_t n = static_cast<index_t>(y.size());
+  if (bins < 1 || bins > n)
+    throw InvalidInput("quantile_bins: " + std::to_string(bins) + " bins for " + std::to_string(n) +
+                       " values; expected 1 to " + std::to_string(n));
+  for (index_t i = 0; i < n; ++i)
+    if (!std::isfinite(y[static_cast<size_t>(i)]))
+      throw InvalidInput("quantile_bins: value " + std::to_string(i) +
+                         " is not finite; expected finite regression targets");
+  std::vector<index_t> order(static_cast<size_t>(n));
+  for (index_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+  std::stable_sort(order.begin(), order.end(), [&](index_t a, index_t b) {
+    return y[static_cast<size_t>(a)] < y[static_cast<size_t>(b)];
+  });
+  std::vector<double> out(static_cast<size_t>(n));
+  double bin = 0;
+  for (index_t r = 0; r < n; ++r) {
+    const index_t i = order[static_cast<size_t>(r)];
+    const bool tie = r > 0 && y[static_cast<size_t>(i)] ==
+                                  y[static_cast<size_t>(order[static_cast<size_t>(r - 1)])];
+    if (!tie) bin = static_cast<double>(r * bins / n);
+    out[static_cast<size_t>(i)] = bin;
+  }
+  return out;
+}
+
 TrainTest random_split(const Dataset& d, index_t test_size, std::uint64_t seed) {
   const index_t n = d.samples();
   if (test_size < 0 || test_size > n)

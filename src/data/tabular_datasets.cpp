@@ -464,5 +464,32 @@ TrainTest load_breast_cancer(const std::string& dir, const LoadOptions& opts) {
   return build_tabular("breast-cancer", fields, s, nullptr, label, k, class_names, opts);
 }
 
+// ---- scikit-learn diabetes (Efron et al. 2004): a regression task
+
+TrainTest load_diabetes(const std::string& dir, const LoadOptions& opts) {
+  // The ten raw baseline variables (not sklearn's scaled copy) and the disease progression one
+  // year later, 25 to 346; the header line names them in this order, which is checked.
+  const std::vector<std::string> names = {"age", "sex", "bmi", "bp", "s1",
+                                          "s2",  "s3",  "s4",  "s5", "s6"};
+  std::vector<Field> fields;
+  for (const auto& n : names) fields.push_back({n, ColumnType::numeric, Role::continuous});
+  fields.push_back({"target", ColumnType::numeric, Role::label});
+  CsvOptions csv;
+  csv.header_lines = 1;
+  TableSet s;
+  s.path = dir + "/sklearn/diabetes.csv";
+  s.table = read_csv(s.path, csv_columns(fields), csv);
+  std::string expect;
+  for (const auto& f : fields) expect += (expect.empty() ? "" : ",") + f.name;
+  if (s.table.header.at(0) != expect)
+    throw IoError("'" + s.path + "': line 1 is '" + s.table.header.at(0) + "', expected '" +
+                  expect + "'");
+  s.rows = all_rows(s.table);
+  auto target = [](const CsvTable& t, const std::string&, index_t r) -> double {
+    return t.numbers[10][static_cast<size_t>(r)];  // finite: read_csv allows no missing cell
+  };
+  return build_tabular("diabetes", fields, s, nullptr, target, 0, {}, opts);
+}
+
 }  // namespace detail
 }  // namespace dcalign::data

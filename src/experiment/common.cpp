@@ -10,6 +10,11 @@
 
 namespace dcalign::experiment {
 
+namespace {
+/// Dirichlet skew of a regression dataset is over its target's deciles (data::quantile_bins).
+constexpr index_t kTargetBins = 10;
+}  // namespace
+
 void standardize_aligned(Matrix<double>& train, Matrix<double>& test) {
   std::vector<index_t> all(static_cast<size_t>(train.cols()));
   for (index_t j = 0; j < train.cols(); ++j) all[static_cast<size_t>(j)] = j;
@@ -65,9 +70,12 @@ Split draw_split(const Config& c, const data::Dataset& pool, const data::Dataset
     part = data::partition_iid(train.samples(), holders, c.samples_per_user, s);
   else if (c.partition == "label-skew")
     part = data::partition_label_skew(train.y, train.num_classes, c.users, c.samples_per_user, s);
-  else
+  else if (train.num_classes > 0)
     part = data::partition_dirichlet(train.y, train.num_classes, c.users, c.samples_per_user,
                                      c.dirichlet_alpha, s);
+  else  // regression: the skew is over the target's deciles
+    part = data::partition_dirichlet(data::quantile_bins(train.y, kTargetBins), kTargetBins,
+                                     c.users, c.samples_per_user, c.dirichlet_alpha, s);
   std::vector<index_t> test_idx;
   if (n_test == test.samples()) {
     test_idx.resize(static_cast<size_t>(n_test));

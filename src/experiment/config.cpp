@@ -349,6 +349,7 @@ Config load_config(const std::string& path) {
   r.real("mlp_alpha", mo.mlp.alpha, 0, false, kInf, false);
   r.integer("mlp_batch_size", mo.mlp.batch_size, 1);
   r.get("mlp_early_stopping", mo.mlp.early_stopping);
+  r.get("standardize_target", mo.standardize_target);
   r.real("svm_C", mo.svm.C, 0, true, kInf, false);
   r.real("svm_gamma", mo.svm.gamma, 0, true, kInf, false);  // unset: sklearn's "scale"
   r.integer("knn_k", mo.knn.k, 1);

@@ -277,6 +277,20 @@ void Runner::validate_sizes() {
     if (!regression && m == "rmse")
       throw InvalidInput("experiment: metric 'rmse' needs a regression dataset");
   }
+  for (const auto& m : c_.models)
+    if (!learn::make_model(m)->can_fit(static_cast<int>(train_.num_classes)))
+      key_error(c_, "models",
+                "lists \"" + m + "\", which does not do " +
+                    (regression ? "regression" : "classification") + " (dataset '" + c_.dataset +
+                    "')");
+  if (!regression && c_.model_options.standardize_target)
+    key_error(c_, "standardize_target",
+              "= true applies to regression datasets only ('" + c_.dataset +
+                  "' is a classification dataset); leave it out");
+  if (regression && c_.partition == "label-skew")
+    key_error(c_, "partition",
+              "= \"label-skew\" needs a classification dataset; for a regression dataset "
+              "\"dirichlet\" skews the users over the target's deciles");
   n_test_ = !split_per_trial_ && c_.test_samples == 0 ? test_.samples() : c_.test_samples;
   validate_vertical();
   if (n_test_ < row_holders(c_))

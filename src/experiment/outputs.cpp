@@ -55,6 +55,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["onehot"] = c.onehot;
   cfg["heart_ca"] = c.heart_ca;
   cfg["standardize"] = c.standardize;
+  cfg["standardize_target"] = c.model_options.standardize_target;
   cfg["emulate_duplicates"] = c.emulate_duplicates;
   cfg["anchor_rows"] = c.anchor_rows;
   cfg["anchor"] = c.anchor;

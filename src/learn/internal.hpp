@@ -16,6 +16,16 @@ std::unique_ptr<Model> make_logreg(const ModelOptions& options);
 std::unique_ptr<Model> make_svm(const ModelOptions& options);
 std::unique_ptr<Model> make_knn(const ModelOptions& options);
 std::unique_ptr<Model> make_forest(const ModelOptions& options);
+std::unique_ptr<Model> make_linear(const ModelOptions& options);
+
+/// `inner` behind ModelOptions::standardize_target: regression fits see standardised targets,
+/// predictions come back in the targets' units. fit_fedavg passes a trained central model with
+/// the scaling it was trained under (mean, sd).
+std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner);
+std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner, int num_features, double mean,
+                                     double sd);
+/// Mean and standard deviation (population; 1 where it is 0) of the targets of every client.
+void target_moments(const std::vector<std::vector<double>>& y, double& mean, double& sd);
 
 // The checks of Model::fit on a training set (shape, finite features, valid labels), with
 // `where` leading every message; and make_model's check of the options of model `kind`.

@@ -34,6 +34,10 @@ void Model::fit(const Matrix<double>& X, const std::vector<double>& y, int num_c
   if (num_classes == 0 && !supports_regression())
     throw InvalidInput(where + ": num_classes = 0 asks for regression, which " + name() +
                        " does not do; expected num_classes >= 2");
+  if (num_classes != 0 && !supports_classification())
+    throw InvalidInput(where + ": num_classes = " + std::to_string(num_classes) + " asks for " +
+                       "classification, which " + name() +
+                       " does not do (a regression model); expected num_classes = 0");
   detail::check_training_data(X, y, num_classes, where);
   // A failed refit must not leave a half-trained model that claims to be fitted.
   fitted_ = false;
@@ -172,6 +176,8 @@ void check_forest(const ModelOptions& o) {
           "forest.tree_method = \"" + f.tree_method + "\"; expected \"exact\" or \"hist\"");
 }
 
+void check_none(const ModelOptions&) {}
+
 // The model table: every kind make_model knows, its factory and its checks, in the order the
 // messages list them.
 struct ModelKind {
@@ -182,7 +188,7 @@ struct ModelKind {
 constexpr ModelKind kModels[] = {
     {"mlp", detail::make_mlp, check_mlp},          {"logreg", detail::make_logreg, check_logreg},
     {"svm", detail::make_svm, check_svm},          {"knn", detail::make_knn, check_knn},
-    {"forest", detail::make_forest, check_forest},
+    {"forest", detail::make_forest, check_forest}, {"linear", detail::make_linear, check_none},
 };
 
 const ModelKind* find_model(const std::string& kind) {
@@ -193,7 +199,77 @@ const ModelKind* find_model(const std::string& kind) {
 
 }  // namespace
 
+namespace {
+
+// ModelOptions::standardize_target: the wrapped model sees (y - mean) / sd in regression.
+class TargetScaled final : public Model {
+ public:
+  explicit TargetScaled(std::unique_ptr<Model> inner) : inner_(std::move(inner)) {}
+  TargetScaled(std::unique_ptr<Model> inner, int num_features, double mean, double sd)
+      : inner_(std::move(inner)), mean_(mean), sd_(sd) {
+    set_trained(0, num_features);
+    info_ = inner_->info();
+  }
+  std::string name() const override { return inner_->name(); }
+  std::vector<double> parameters() const override { return inner_->parameters(); }
+
+ protected:
+  bool supports_regression() const override { return inner_->can_fit(0); }
+  bool supports_classification() const override { return inner_->can_fit(2); }
+  void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override {
+    mean_ = 0;
+    sd_ = 1;
+    if (num_classes_ == 0) {
+      detail::target_moments({y}, mean_, sd_);
+      std::vector<double> scaled(y.size());
+      for (size_t i = 0; i < y.size(); ++i) scaled[i] = (y[i] - mean_) / sd_;
+      inner_->fit(X, scaled, 0);
+    } else {
+      inner_->fit(X, y, num_classes_);
+    }
+    info_ = inner_->info();
+  }
+  std::vector<double> predict_impl(const Matrix<double>& X) const override {
+    std::vector<double> p = inner_->predict(X);
+    if (num_classes_ == 0)
+      for (double& v : p) v = v * sd_ + mean_;
+    return p;
+  }
+  Matrix<double> predict_proba_impl(const Matrix<double>& X) const override {
+    return inner_->predict_proba(X);
+  }
+
+ private:
+  std::unique_ptr<Model> inner_;
+  double mean_ = 0, sd_ = 1;
+};
+
+}  // namespace
+
 namespace detail {
+
+std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner) {
+  return std::make_unique<TargetScaled>(std::move(inner));
+}
+std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner, int num_features, double mean,
+                                     double sd) {
+  return std::make_unique<TargetScaled>(std::move(inner), num_features, mean, sd);
+}
+
+void target_moments(const std::vector<std::vector<double>>& y, double& mean, double& sd) {
+  double n = 0, sum = 0;
+  for (const auto& v : y)
+    for (double t : v) {
+      sum += t;
+      n += 1;
+    }
+  mean = n > 0 ? sum / n : 0.0;
+  double ss = 0;
+  for (const auto& v : y)
+    for (double t : v) ss += (t - mean) * (t - mean);
+  sd = n > 0 ? std::sqrt(ss / n) : 0.0;
+  if (!(sd > 0) || !std::isfinite(sd)) sd = 1.0;
+}
 
 void validate_options(const std::string& kind, const ModelOptions& o) {
   require(o.threads >= 0, "threads = " + std::to_string(o.threads) +
@@ -224,7 +300,10 @@ std::vector<std::string> model_names() {
 
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options) {
   detail::validate_options(kind, options);
-  if (const ModelKind* m = find_model(kind)) return m->make(options);
+  if (const ModelKind* m = find_model(kind)) {
+    std::unique_ptr<Model> model = m->make(options);
+    return options.standardize_target ? detail::scale_targets(std::move(model)) : std::move(model);
+  }
   std::string list;
   for (const auto& m : kModels) list += (list.empty() ? "" : ", ") + std::string(m.name);
   throw InvalidInput("make_model: unknown model \"" + kind + "\"; expected one of " + list);

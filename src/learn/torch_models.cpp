@@ -564,8 +564,47 @@ std::unique_ptr<Model> fit_fedavg(const std::vector<Matrix<double>>& X,
                          std::to_string(X.front().cols()) + " as client 0");
   }
   auto model = std::make_unique<Mlp>(model_options);
-  model->fit_federated(X, y, num_classes, options, after_round);
-  return model;
+  if (!model_options.standardize_target || num_classes != 0) {
+    model->fit_federated(X, y, num_classes, options, after_round);
+    return model;
+  }
+  // Standardised targets (ModelOptions::standardize_target): the clients train on y scaled by
+  // the moments of all their targets; the callback and the result predict in y's units.
+  double mean = 0, sd = 1;
+  detail::target_moments(y, mean, sd);
+  std::vector<std::vector<double>> scaled(y);
+  for (auto& v : scaled)
+    for (double& t : v) t = (t - mean) / sd;
+  const int d = static_cast<int>(X.front().cols());
+  const Mlp* central = model.get();
+  model->fit_federated(X, scaled, 0, options, [&](const FedAvgRound& round, const Model&) {
+    if (!after_round) return;
+    // A non-owning view of the central model in y's units for the callback.
+    struct View final : Model {
+      View(const Mlp& m, int features, double mu, double s) : m_(m), mu_(mu), s_(s) {
+        set_trained(0, features);
+      }
+      std::string name() const override { return m_.name(); }
+      std::vector<double> parameters() const override { return m_.parameters(); }
+
+     protected:
+      void fit_impl(const Matrix<double>&, const std::vector<double>&) override {
+        throw InvalidInput("fedavg: the round's view of the central model cannot be refitted");
+      }
+      std::vector<double> predict_impl(const Matrix<double>& Q) const override {
+        std::vector<double> p = m_.predict(Q);
+        for (double& v : p) v = v * s_ + mu_;
+        return p;
+      }
+      Matrix<double> predict_proba_impl(const Matrix<double>& Q) const override {
+        return m_.predict_proba(Q);
+      }
+      const Mlp& m_;
+      double mu_, s_;
+    } view(*central, d, mean, sd);
+    after_round(round, view);
+  });
+  return detail::scale_targets(std::move(model), d, mean, sd);
 }
 
 }  // namespace dcalign::learn

@@ -291,6 +291,35 @@ TEST(Datasets, DigitsAndBreastCancer) {
   EXPECT_EQ(bc.train.X(0, 0), 17.99);
 }
 
+// The regression set: 442 patients, ten raw baseline variables, the disease progression one year
+// later as a real target (sklearn's diabetes.target: 25 to 346, mean 152.13).
+TEST(Datasets, DiabetesIsARegressionTask) {
+  REQUIRE_SHARED("sklearn");
+  const TrainTest d = load_dataset("diabetes", shared_opts(false));
+  ASSERT_EQ(d.train.samples(), 442);
+  EXPECT_EQ(d.train.features(), 10);
+  EXPECT_EQ(d.train.num_classes, 0);
+  EXPECT_TRUE(d.train.class_names.empty());
+  EXPECT_EQ(d.test.samples(), 0);
+  EXPECT_EQ(d.train.feature_names[0], "age");
+  EXPECT_EQ(d.train.feature_names[9], "s6");
+  EXPECT_EQ(d.train.X(0, 0), 59.0);
+  EXPECT_EQ(d.train.X(0, 2), 32.1);
+  EXPECT_EQ(d.train.y[0], 151.0);
+  double sum = 0;
+  for (double v : d.train.y) sum += v;
+  EXPECT_NEAR(sum / 442.0, 152.133484, 1e-6);
+  EXPECT_EQ(*std::min_element(d.train.y.begin(), d.train.y.end()), 25.0);
+  EXPECT_EQ(*std::max_element(d.train.y.begin(), d.train.y.end()), 346.0);
+  // Standardised by default: every feature column has mean 0.
+  const TrainTest s = load_dataset("diabetes", shared_opts());
+  for (index_t j = 0; j < 10; ++j) {
+    double m = 0;
+    for (index_t i = 0; i < 442; ++i) m += s.train.X(i, j);
+    EXPECT_NEAR(m / 442.0, 0.0, 1e-12) << j;
+  }
+}
+
 TEST(Datasets, ChecksumsOfAllRealFilesVerify) {
   REQUIRE_SHARED("SHA256SUMS");
   for (const auto& name : dataset_names()) {
@@ -347,7 +376,7 @@ TEST(Datasets, SampleCountsWithoutFullLoad) {
 
 TEST(Datasets, NamesAndUnknownName) {
   const auto names = dataset_names();
-  EXPECT_EQ(names.size(), 10u);
+  EXPECT_EQ(names.size(), 11u);
   for (const auto& n : names) EXPECT_FALSE(dataset_files(n).empty()) << n;
   try {
     load_dataset("mnsit");

@@ -66,6 +66,31 @@ double mean_max_share(const Partition& p, const std::vector<double>& y, index_t 
   return sum / static_cast<double>(p.size());
 }
 
+// Quantile bins of regression targets: equal counts per bin (up to one), bins ordered by value,
+// ties in one bin; then Dirichlet skew over them as over classes.
+TEST(QuantileBins, EqualCountsOrderedBinsAndTies) {
+  std::vector<double> y;
+  for (int i = 0; i < 100; ++i) y.push_back(std::sin(i * 1.7) * 50);  // distinct, unordered
+  const std::vector<double> b = quantile_bins(y, 10);
+  std::vector<int> count(10, 0);
+  for (double v : b) count[static_cast<size_t>(v)]++;
+  for (int c : count) EXPECT_EQ(c, 10);
+  for (size_t i = 0; i < y.size(); ++i)
+    for (size_t j = 0; j < y.size(); ++j)
+      if (y[i] < y[j]) {
+        EXPECT_LE(b[i], b[j]);
+      }
+  // Ties: ten equal values straddling a bin edge share a bin.
+  std::vector<double> t(20, 0.0);
+  for (int i = 0; i < 20; ++i) t[i] = i < 5 ? i : (i < 15 ? 5.0 : i);
+  const std::vector<double> bt = quantile_bins(t, 4);
+  for (int i = 5; i < 15; ++i) EXPECT_EQ(bt[i], bt[5]);
+  EXPECT_THROW(quantile_bins(y, 0), InvalidInput);
+  EXPECT_THROW(quantile_bins(y, 101), InvalidInput);
+  y[3] = std::nan("");
+  EXPECT_THROW(quantile_bins(y, 10), InvalidInput);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
