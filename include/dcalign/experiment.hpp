@@ -234,6 +234,12 @@ struct Config {
   /// (metric "align_seconds", model "-"); "nri-dc" always records it. Off by default: a
   /// wall-clock time is the one record that differs between runs of the same seed.
   bool align_timing = false;
+  /// Protocol "dc": the number format of the users' uplink of X~_i and A_i (dcalign::Uplink:
+  /// "fp64", the default, "fp32", "fp16" or "int8" with a scale per column); the analyst aligns
+  /// and trains on the dequantised values (paper 001 Table 20, "Numerics"). Other than fp64,
+  /// every alignment also records its orthogonality error and objective (metrics
+  /// "orthogonality_error" and "objective", model "-"), and the traffic counts q bits per value.
+  std::string uplink = "fp64";
   /// Kawakami-DC's form: "qr-svd" (paper 001 Alg. 3) or "eigen" (the GEP of 004 eqs. 8-15).
   std::string kawakami_form = "qr-svd";
   /// FedAvg (learn::fit_fedavg), method "fedavg" in `methods`, protocol "dc" only: the MLP of

@@ -78,4 +78,23 @@ class User {
 template <typename T>
 Matrix<T> apply_change_of_basis(const Matrix<T>& released, const Matrix<T>& G);
 
+/// The number format of a user's uplink (paper 001 Table 20, "Numerics"): what X~_i and A_i are
+/// sent as. fp64 and fp32 are IEEE doubles and floats; fp16 IEEE half precision; int8 one signed
+/// byte per value with one float32 scale per column (s_j = max_i |m_ij| / 127).
+enum class Uplink { fp64, fp32, fp16, int8 };
+Uplink parse_uplink(const std::string& name);  // "fp64", "fp32", "fp16", "int8"
+std::string to_string(Uplink u);
+/// Bits per value on the wire (the communication model's q): 64, 32, 16 or 8.
+int uplink_bits(Uplink u);
+/// Bytes of a rows x cols matrix sent in `format`: rows cols q / 8, plus int8's column scales.
+double uplink_bytes(index_t rows, index_t cols, Uplink format);
+/// M as the analyst receives it (dequantised to double) after an uplink in `format`: every entry
+/// rounded to nearest (ties to even) in float32 or float16, or to the int8 grid of its column.
+/// Errors: float32 at most 2^-24 |m| relative; float16 at most 2^-11 |m| (2^-25 absolute below
+/// 2^-14, its subnormals); int8 at most s_j / 2 = max_i |m_ij| / 254 in column j, where an
+/// all-zero column stays exactly zero. Throws InvalidInput, naming `what`, the row and column,
+/// for a non-finite entry or one beyond float16's range (|m| >= 65520, which would round to
+/// infinity): no silent clipping.
+Matrix<double> through_uplink(const Matrix<double>& M, Uplink format, const std::string& what);
+
 }  // namespace dcalign

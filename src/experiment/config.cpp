@@ -325,6 +325,7 @@ Config load_config(const std::string& path) {
   r.get("redraw", c.redraw);
   r.get("standardize_aligned", c.standardize_aligned);
   r.get("align_timing", c.align_timing);
+  r.get("uplink", c.uplink);
   for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"rdp_eta", &c.rdp_eta},
                           {"gopp_tolerance", &c.gopp_tolerance}}) {
     double v = 0;

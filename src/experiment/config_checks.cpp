@@ -15,6 +15,7 @@
 #include "dcalign/backend.hpp"
 #include "dcalign/checked.hpp"
 #include "dcalign/experiment.hpp"
+#include "dcalign/user.hpp"
 #include "experiment/common.hpp"
 
 namespace dcalign::experiment {
@@ -147,6 +148,15 @@ void check_config(const Config& c) {
                        : "\"own\" or \"first\" (\"shared\" needs protocol \"nri-dc\")"));
   if (!(c.nri_delta >= 0) || !std::isfinite(c.nri_delta))
     key_error(c, "nri_delta", "= " + std::to_string(c.nri_delta) + " must be a finite number >= 0");
+  try {
+    (void)parse_uplink(c.uplink);
+  } catch (const InvalidInput&) {
+    key_error(c, "uplink",
+              "= \"" + c.uplink + "\" must be \"fp64\", \"fp32\", \"fp16\" or \"int8\"");
+  }
+  if (c.uplink != "fp64" && nri)
+    key_error(c, "uplink",
+              "= \"" + c.uplink + "\" needs protocol \"dc\" (NRI-DC's releases are not quantised)");
   if (c.kawakami_form != "qr-svd" && c.kawakami_form != "eigen")
     key_error(c, "kawakami_form", "must be \"qr-svd\" or \"eigen\"");
   if (c.odc_rotation != "haar" && c.odc_rotation != "identity")

@@ -68,6 +68,7 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["redraw"] = c.redraw;
   cfg["standardize_aligned"] = c.standardize_aligned;
   cfg["align_timing"] = c.align_timing;
+  cfg["uplink"] = c.uplink;
   {
     const dcalign::AlignOptions defaults;
     cfg["rdp_eta"] = c.rdp_eta.value_or(defaults.rdp_eta);

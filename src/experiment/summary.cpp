@@ -278,6 +278,45 @@ std::string alignment_time_table(const Result& r, const std::vector<std::string>
   return os.str();
 }
 
+// uplink other than fp64: the mean orthogonality error and objective of the G_i per condition
+// and method, from their records; empty without them.
+std::string uplink_alignment_table(const Result& r, const std::vector<std::string>& columns) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
+  std::vector<std::string> conditions;
+  for (const auto& rec : r.records)
+    if (rec.metric == "orthogonality_error" || rec.metric == "objective") {
+      g[{rec.condition, rec.method, rec.metric}].push_back(rec.value);
+      if (std::find(conditions.begin(), conditions.end(), rec.condition) == conditions.end())
+        conditions.push_back(rec.condition);
+    }
+  if (g.empty()) return "";
+  std::ostringstream os;
+  os << "### The G_i after a " << r.config.uplink
+     << " uplink: orthogonality error max_i ||G_i^T G_i - I||_F / objective, mean over trials"
+     << "\n\n| condition |";
+  for (const auto& col : columns) os << " " << col << " |";
+  os << "\n|---|";
+  for (size_t k = 0; k < columns.size(); ++k) os << "---|";
+  os << "\n";
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return v.empty() ? NAN : sum / static_cast<double>(v.size());
+  };
+  for (const auto& cond : conditions) {
+    os << "| " << cond << " |";
+    for (const auto& col : columns) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, " %.3g / %.6g |", mean(g[{cond, col, "orthogonality_error"}]),
+                    mean(g[{cond, col, "objective"}]));
+      os << buf;
+    }
+    os << "\n";
+  }
+  os << "\n";
+  return os.str();
+}
+
 std::string nri_summary_table(const Result& r) {
   const auto& c = r.config;
   std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> g;
@@ -474,6 +513,7 @@ std::string summary_table(const Result& r) {
   }
   if (!fed.empty()) os << communication_table(r, dc, fed);
   os << alignment_time_table(r, dc);
+  os << uplink_alignment_table(r, dc);
   os << privacy_table(r);
   os << statistics_table(r);
   return os.str();

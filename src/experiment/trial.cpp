@@ -97,6 +97,7 @@ void Runner::trial(index_t t, Result& res) {
   // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
   std::optional<CollusionAttacker> attacker;
   if (c_.measures("collusion")) attacker.emplace(A);
+  const Uplink uplink = parse_uplink(c_.uplink);
   for (SpanCondition cond : c_.conditions) {
     std::vector<User<double>> users;
     const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
@@ -145,6 +146,12 @@ void Runner::trial(index_t t, Result& res) {
       }
       anchors.push_back(users.back().release_anchor(
           vertical_ ? anchor_blocks[static_cast<size_t>(block_of(i))] : A));
+      if (uplink != Uplink::fp64) {  // what the analyst receives: the dequantised values
+        const std::string who = "user " + std::to_string(i + 1) + " of " +
+                                std::to_string(c_.users) + ", uplink " + c_.uplink + ": ";
+        released.back() = through_uplink(released.back(), uplink, who + "X~_i");
+        anchors.back() = through_uplink(anchors.back(), uplink, who + "A_i");
+      }
       // "own": each user maps its test share (paper eq. 9); "first": user 1 holds the whole
       // test set and maps it with F_1 G_1 (its pair partner, when joined, maps its block of it).
       if (c_.holder() == "own")
@@ -174,16 +181,16 @@ void Runner::trial(index_t t, Result& res) {
     traffic.model.users = units;
     traffic.model.samples.clear();
     for (index_t i = 0; i < units; ++i) {
-      traffic.uplink += static_cast<double>(released[i].size() + anchors[i].size() +
-                                            static_cast<index_t>(y_train[i].size())) *
-                        sizeof(double);
+      traffic.uplink += uplink_bytes(released[i].rows(), released[i].cols(), uplink) +
+                        uplink_bytes(anchors[i].rows(), anchors[i].cols(), uplink) +
+                        static_cast<double>(y_train[i].size()) * sizeof(double);
       traffic.downlink_G += static_cast<double>(dim * dim) * sizeof(double);
       traffic.model.samples.push_back(static_cast<double>(released[i].rows()));
     }
     traffic.model.anchor_rows = c_.anchor_rows;
     traffic.model.features = train_.features();
     traffic.model.dim = dim;
-    traffic.model.bits = 64;
+    traffic.model.bits = uplink_bits(uplink);
     traffic.model.gamma = 0;  // the anchor is regenerated from the seed, never sent
     for (const auto& method : c_.methods) {
       if (!is_align_method(method)) continue;
@@ -192,6 +199,11 @@ void Runner::trial(index_t t, Result& res) {
       if (c_.align_timing)
         out.push_back(
             {t, to_string(cond), method, "-", "align_seconds", al.report.total_seconds, 0});
+      if (uplink != Uplink::fp64) {  // how the reduced precision moved the G_i
+        out.push_back({t, to_string(cond), method, "-", "orthogonality_error",
+                       al.report.orthogonality_error, 0});
+        out.push_back({t, to_string(cond), method, "-", "objective", al.report.objective, 0});
+      }
       std::vector<Matrix<double>> Xh, Yh;
       for (index_t i = 0; i < units; ++i) {
         const Matrix<double> G = al.G.matrix(i);
@@ -202,7 +214,7 @@ void Runner::trial(index_t t, Result& res) {
       Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
       if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
       fit_and_record(t, to_string(cond), method, X_train, concat(y_train), X_test, concat(sp.yY),
-                     out, fedavg_ ? &traffic : nullptr);
+                     out, fedavg_ || uplink != Uplink::fp64 ? &traffic : nullptr);
     }
   }
 }
@@ -386,7 +398,7 @@ AlignOptions Runner::align_options(const std::string& method, index_t t) const {
   const MethodName name = split_method(method);
   ao.method = parse_method(name.base);
   ao.seed = derive(c_.seed, 23, static_cast<std::uint64_t>(t));
-  ao.evaluate = false;
+  ao.evaluate = c_.uplink != "fp64";  // the report's measures of the G_i, recorded then
   // A variant in the name ("odc:identity", "imakura:uniform") overrides the config's factor.
   ao.rotation = parse_target_rotation(
       name.base == "odc" && !name.variant.empty() ? name.variant : c_.odc_rotation);
@@ -416,6 +428,8 @@ void Runner::fit_and_record(index_t t, const std::string& cond, const std::strin
     for (const auto& [metric, v] : values) out.push_back({t, cond, method, kind, metric, v, secs});
     // Parametric models only (mlp, logreg): the comparison with FedAvg's model updates.
     const double N = static_cast<double>(h->parameters().size());
+    if (traffic && N == 0 && c_.uplink != "fp64")  // what the reduced uplink sends, any model
+      out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
     if (traffic && N > 0) {
       CommModel cm = traffic->model;
       cm.model_parameters = N;

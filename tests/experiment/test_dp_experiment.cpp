@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -169,6 +170,35 @@ TEST(ExperimentDp, SameSeedSameNoiseAndSigmaInTheJson) {
   EXPECT_NE(json.find("\"dp_sigma\": 0.48001375"), std::string::npos) << json.substr(0, 400);
   EXPECT_NE(json.find("\"dp_target\": \"released\""), std::string::npos);
   fs::remove_all(dir);
+}
+
+// uplink (paper 001 Table 20's "Numerics"): the analyst aligns on dequantised X~_i and A_i.
+// int8 and fp16 move the result a little, fp32 barely; the uplink bytes follow q = 32/16/8 bits
+// per value (plus int8's column scales); the G_i's orthogonality and objective are recorded;
+// bad values and NRI-DC are refused.
+TEST(ExperimentUplink, QuantisedReleasesAreAlignedAndCounted) {
+  std::map<std::string, double> bytes, accuracy;
+  for (const char* u : {"fp64", "fp32", "fp16", "int8"}) {
+    auto c = small("none");
+    c.uplink = u;
+    const auto r = experiment::run(c);
+    accuracy[u] = value(r, "SameSpan-Orth", "odc");
+    if (std::string(u) != "fp64") {  // (fp64 records no traffic without FedAvg, as before)
+      bytes[u] = value(r, "SameSpan-Orth", "odc", "uplink_bytes");
+      EXPECT_LT(value(r, "SameSpan-Orth", "odc", "orthogonality_error"), 1e-12) << u;
+      EXPECT_GT(value(r, "SameSpan-Orth", "odc", "objective"), 0) << u;
+    }
+  }
+  // Five users' X~_i (100 x 10) and A_i (200 x 10), and 100 labels of 8 bytes each.
+  const double values = 5 * (100 * 10 + 200 * 10), labels = 5 * 100 * 8;
+  EXPECT_EQ(bytes["fp32"], values * 4 + labels);
+  EXPECT_EQ(bytes["fp16"], values * 2 + labels);
+  EXPECT_EQ(bytes["int8"], values + 5 * 2 * 10 * 4 + labels);
+  EXPECT_NEAR(accuracy["fp32"], accuracy["fp64"], 0.01);
+  EXPECT_NEAR(accuracy["int8"], accuracy["fp64"], 0.05);
+  expect_config_error(kBase + "uplink = \"bf16\"\n", {"'uplink'", "\"fp16\" or \"int8\""});
+  expect_config_error(kBase + "protocol = \"nri-dc\"\nuplink = \"int8\"\n",
+                      {"'uplink'", "needs protocol \"dc\""});
 }
 
 }  // namespace
