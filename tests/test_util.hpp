@@ -119,6 +119,13 @@ inline Matrix<double> conditioned_matrix(index_t rows, index_t cols, double kapp
   return mul(us, V, false, true);
 }
 
+/// conditioned_matrix's values as T, column-major.
+template <typename T>
+std::vector<T> conditioned_values(index_t rows, index_t cols, double kappa, Rng& rng) {
+  const Matrix<double> m = conditioned_matrix(rows, cols, kappa, rng);
+  return std::vector<T>(m.values().begin(), m.values().end());
+}
+
 template <typename T>
 constexpr double eps() {
   return std::numeric_limits<T>::epsilon();

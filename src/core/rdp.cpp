@@ -289,7 +289,7 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   // The optimiser's vector holds every user's G_i (c over the team); this process's users are
   // the n / l from user first on.
   const index_t l = ctx.dim(), c = ctx.all_users(), n = ctx.users() * l;
-  const index_t first = ctx.team.solo() ? 0 : ctx.team.first();
+  const index_t first = ctx.team.first();
   const auto size = static_cast<size_t>(c * l * l);
 
   // The start writes G and its own target (U_1) into `target`; LS is Imakura-DC with R = I.

@@ -96,9 +96,9 @@ index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* stat
   if (count == 0 || n == 0) return 0;
   if (n > fused_polar_limit<T>()) return -1;
   // The kernel's shared memory against what one block may have on this device (opt-in).
-  int device = 0, optin = 0;
-  DCALIGN_CUDA(cudaGetDevice(&device));
-  DCALIGN_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  int optin = 0;
+  DCALIGN_CUDA(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()));
   if (kernels::polar_fused_shared_bytes<T>(n) > static_cast<std::size_t>(optin)) return -1;
   to_int(count, "batch count");  // one block per matrix
   int* active = static_cast<int*>(ctx.workspace(Context::kResults, sizeof(int)));

@@ -24,6 +24,8 @@ std::unique_ptr<Model> make_linear(const ModelOptions& options);
 std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner);
 std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner, int num_features, double mean,
                                      double sd);
+/// A read-only view of the trained `inner` in the targets' units (it must outlive the view).
+std::unique_ptr<Model> scaled_view(const Model& inner, int num_features, double mean, double sd);
 /// Mean and standard deviation (population; 1 where it is 0) of the targets of every client.
 void target_moments(const std::vector<std::vector<double>>& y, double& mean, double& sd);
 

@@ -201,12 +201,15 @@ const ModelKind* find_model(const std::string& kind) {
 
 namespace {
 
-// ModelOptions::standardize_target: the wrapped model sees (y - mean) / sd in regression.
+// ModelOptions::standardize_target: the wrapped model sees (y - mean) / sd in regression. It
+// owns the model it wraps, or (scaled_view) only reads one that someone else trains.
 class TargetScaled final : public Model {
  public:
-  explicit TargetScaled(std::unique_ptr<Model> inner) : inner_(std::move(inner)) {}
-  TargetScaled(std::unique_ptr<Model> inner, int num_features, double mean, double sd)
-      : inner_(std::move(inner)), mean_(mean), sd_(sd) {
+  explicit TargetScaled(std::unique_ptr<Model> inner)
+      : owned_(std::move(inner)), inner_(owned_.get()) {}
+  TargetScaled(std::unique_ptr<Model> owned, const Model* inner, int num_features, double mean,
+               double sd)
+      : owned_(std::move(owned)), inner_(inner), mean_(mean), sd_(sd) {
     set_trained(0, num_features);
     info_ = inner_->info();
   }
@@ -217,15 +220,16 @@ class TargetScaled final : public Model {
   bool supports_regression() const override { return inner_->can_fit(0); }
   bool supports_classification() const override { return inner_->can_fit(2); }
   void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override {
+    if (!owned_) throw InvalidInput(name() + ".fit: a view of another model cannot be refitted");
     mean_ = 0;
     sd_ = 1;
     if (num_classes_ == 0) {
       detail::target_moments({y}, mean_, sd_);
       std::vector<double> scaled(y.size());
       for (size_t i = 0; i < y.size(); ++i) scaled[i] = (y[i] - mean_) / sd_;
-      inner_->fit(X, scaled, 0);
+      owned_->fit(X, scaled, 0);
     } else {
-      inner_->fit(X, y, num_classes_);
+      owned_->fit(X, y, num_classes_);
     }
     info_ = inner_->info();
   }
@@ -240,7 +244,8 @@ class TargetScaled final : public Model {
   }
 
  private:
-  std::unique_ptr<Model> inner_;
+  std::unique_ptr<Model> owned_;  ///< empty for a view
+  const Model* inner_;
   double mean_ = 0, sd_ = 1;
 };
 
@@ -253,7 +258,11 @@ std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner) {
 }
 std::unique_ptr<Model> scale_targets(std::unique_ptr<Model> inner, int num_features, double mean,
                                      double sd) {
-  return std::make_unique<TargetScaled>(std::move(inner), num_features, mean, sd);
+  const Model* read = inner.get();
+  return std::make_unique<TargetScaled>(std::move(inner), read, num_features, mean, sd);
+}
+std::unique_ptr<Model> scaled_view(const Model& inner, int num_features, double mean, double sd) {
+  return std::make_unique<TargetScaled>(nullptr, &inner, num_features, mean, sd);
 }
 
 void target_moments(const std::vector<std::vector<double>>& y, double& mean, double& sd) {

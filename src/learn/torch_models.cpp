@@ -578,31 +578,7 @@ std::unique_ptr<Model> fit_fedavg(const std::vector<Matrix<double>>& X,
   const int d = static_cast<int>(X.front().cols());
   const Mlp* central = model.get();
   model->fit_federated(X, scaled, 0, options, [&](const FedAvgRound& round, const Model&) {
-    if (!after_round) return;
-    // A non-owning view of the central model in y's units for the callback.
-    struct View final : Model {
-      View(const Mlp& m, int features, double mu, double s) : m_(m), mu_(mu), s_(s) {
-        set_trained(0, features);
-      }
-      std::string name() const override { return m_.name(); }
-      std::vector<double> parameters() const override { return m_.parameters(); }
-
-     protected:
-      void fit_impl(const Matrix<double>&, const std::vector<double>&) override {
-        throw InvalidInput("fedavg: the round's view of the central model cannot be refitted");
-      }
-      std::vector<double> predict_impl(const Matrix<double>& Q) const override {
-        std::vector<double> p = m_.predict(Q);
-        for (double& v : p) v = v * s_ + mu_;
-        return p;
-      }
-      Matrix<double> predict_proba_impl(const Matrix<double>& Q) const override {
-        return m_.predict_proba(Q);
-      }
-      const Mlp& m_;
-      double mu_, s_;
-    } view(*central, d, mean, sd);
-    after_round(round, view);
+    if (after_round) after_round(round, *detail::scaled_view(*central, d, mean, sd));
   });
   return detail::scale_targets(std::move(model), d, mean, sd);
 }

@@ -83,12 +83,11 @@ Result cholesky_qr2(const std::vector<T>& A, lapack_int a, lapack_int l) {
   return out;
 }
 
-/// An a x l matrix with condition kappa (test_util.hpp), as T.
+/// A matrix of condition kappa (testing::conditioned_values), drawn from `seed`.
 template <typename T>
 std::vector<T> with_condition(index_t a, index_t l, double kappa, std::uint64_t seed) {
   Rng rng = Rng::stream(seed, 5);
-  const Matrix<double> m = testing::conditioned_matrix(a, l, kappa, rng);
-  return std::vector<T>(m.values().begin(), m.values().end());
+  return testing::conditioned_values<T>(a, l, kappa, rng);
 }
 
 template <typename T>

@@ -17,12 +17,11 @@
 namespace dcalign {
 namespace {
 
-/// An n x n matrix with condition kappa (test_util.hpp), as T.
+/// A matrix of condition kappa (testing::conditioned_values), drawn from `seed`.
 template <typename T>
 std::vector<T> conditioned(index_t n, double kappa, std::uint64_t seed) {
   Rng rng = Rng::stream(seed, 3);
-  const Matrix<double> m = testing::conditioned_matrix(n, n, kappa, rng);
-  return std::vector<T>(m.values().begin(), m.values().end());
+  return testing::conditioned_values<T>(n, n, kappa, rng);
 }
 
 /// max_ij |(A B - I)_ij|, in double.
