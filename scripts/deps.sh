@@ -63,6 +63,16 @@ libboost-dev          lib      Boost
 libgtest-dev          lib      GTest
 # GTest::gmock, which tests/data links (the configure fails without its CMake targets)
 libgmock-dev          lib
+# the analyst service (src/service): gRPC (its package configuration brings Protobuf) and
+# SQLite; off on the GPU machine for now
+libgrpc++-dev         host     gRPC:off
+libprotobuf-dev       host
+protobuf-compiler     tool
+protobuf-compiler-grpc tool
+libsqlite3-dev        host     SQLite3:off
+# the Python client and its tests (python/dcalign_client)
+python3-grpcio        tool
+python3-protobuf      tool
 libsvm-dev            learn    LIBSVM_INCLUDE_DIR LIBSVM_LIBRARY
 libtomlplusplus-dev   learn    tomlplusplus
 # the reference LAPACK: not linked (OpenBLAS is), kept for what installs it here

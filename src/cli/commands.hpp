@@ -108,6 +108,9 @@ void add_enroll_command(CLI::App& app);
 /// `dcalign comm`: paper 001's communication model (bytes, break-even rounds, transfer times).
 void add_comm_command(CLI::App& app);
 
+/// `dcalign client`: the analyst's and participants' calls to dcalign-server (src/service).
+void add_client_command(CLI::App& app);
+
 /// Commands contributed by other layers (experiments, benchmarks) when they are built.
 void add_extra_commands(CLI::App& app);
 /// Runs a command that lives in an executable of its own (`dcalign experiment` in

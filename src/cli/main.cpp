@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.hpp"
+#include "dcalign/error.hpp"
 
 int main(int argc, char** argv) {
   int status = 0;
@@ -20,5 +21,16 @@ int main(int argc, char** argv) {
   dcalign::cli::add_enroll_command(app);
   dcalign::cli::add_comm_command(app);
   dcalign::cli::add_extra_commands(app);
+#ifdef DCALIGN_HAVE_SERVICE
+  dcalign::cli::add_client_command(app);
+#else
+  app.add_subcommand("client", "Talk to a dcalign-server (not built)")
+      ->allow_extras()
+      ->callback([] {
+        throw dcalign::Error(
+            "dcalign was built without the analyst service (gRPC, Protobuf or SQLite "
+            "missing when it was configured)");
+      });
+#endif
   return dcalign::cli::run_app(app, argc, argv);
 }

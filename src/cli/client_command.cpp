@@ -1,0 +1,248 @@
+// `dcalign client`: the analyst's and the participants' side of dcalign-server.
+//   create          (analyst) a collaboration from a JSON spec; one token file per participant
+//   reissue         (analyst) revoke a participant's token and write the new one
+//   run             (analyst) queue the alignment
+//   delete          (analyst) remove a collaboration and all its files
+//   status          (both)    who has uploaded, the job's state and report
+//   upload          (participant) the release: given matrices, or computed from private data
+//   delete-release  (participant) remove the own release before the run
+//   fetch           (participant) the own G_i and the report, into a directory
+#include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/model_file.hpp"
+#include "dcalign/npy.hpp"
+#include "dcalign/user.hpp"
+#include "service/client.hpp"
+#include "service/common.hpp"
+
+namespace dcalign::cli {
+namespace {
+
+namespace v1 = service::v1;
+namespace fs = std::filesystem;
+
+struct Common {
+  std::string server, token_file, ca_cert, server_name;
+  bool insecure = false;
+  double deadline = 60;
+};
+
+std::string read_all(const std::string& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidInput(std::string("cannot read the ") + what + " file '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+service::Client connect(const Common& c) {
+  if (!(c.deadline > 0 && c.deadline <= 86400))
+    out_of_range("--deadline", std::to_string(c.deadline), "more than 0 and at most 86400");
+  service::ClientOptions o;
+  o.target = c.server;
+  o.ca_cert_file = c.ca_cert;
+  o.server_name = c.server_name;
+  o.insecure = c.insecure;
+  o.deadline_seconds = c.deadline;
+  if (!c.token_file.empty()) {
+    o.token = read_all(c.token_file, "token");
+    while (!o.token.empty() && (o.token.back() == '\n' || o.token.back() == '\r'))
+      o.token.pop_back();
+  }
+  return service::Client(o);
+}
+
+void add_common(CLI::App* cmd, Common& c) {
+  add_path(cmd, "--server", c.server, "the server, host:port")->required();
+  add_path(cmd, "--token-file", c.token_file, "file holding the analyst's or participant's token")
+      ->required();
+  add_path(cmd, "--ca-cert", c.ca_cert, "PEM roots that signed the server's certificate");
+  add_path(cmd, "--server-name", c.server_name, "name to check the certificate against");
+  cmd->add_flag("--insecure", c.insecure, "plaintext (a server started with --insecure-localhost)");
+  add_real(cmd, "--deadline", c.deadline, "seconds each call may take (default 60)");
+}
+
+// A small text file, written atomically and private to the user (tokens).
+void write_private(const fs::path& p, const std::string& text) {
+  const fs::path tmp = model_file::sibling(p.parent_path(), p.filename(), "tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw IoError("cannot write " + p.string());
+  }
+  ::chmod(tmp.c_str(), 0600);
+  fs::rename(tmp, p);
+}
+
+Matrix<double> labels_matrix(const std::string& path) {
+  Matrix<double> y = read_npy_matrix<double>(path);
+  if (y.cols() != 1 && y.rows() == 1) {
+    Matrix<double> t(y.cols(), 1);
+    std::copy(y.data(), y.data() + y.size(), t.data());
+    return t;
+  }
+  return y;
+}
+
+struct UploadArgs {
+  std::string collaboration, anchor, data, labels, priv, secret_out;
+  std::uint64_t seed = 0;
+  bool center = false;
+};
+
+void upload(const Common& c, const UploadArgs& a) {
+  auto client = connect(c);
+  const bool given = !a.anchor.empty();
+  if (given == !a.priv.empty())
+    throw UsageError("give either --anchor (a computed release) or --private (private data)");
+  if (!a.priv.empty() && a.secret_out.empty())
+    throw UsageError("--private needs --secret-out: the secret basis F is needed to predict");
+  const v1::GetStatusResponse st = client.status(a.collaboration);
+  const bool model = st.spec().model() != "none";
+  if (model && a.labels.empty())
+    throw UsageError("this collaboration trains a model: give --labels");
+  Matrix<double> A, X;
+  if (given) {
+    A = read_npy_matrix<double>(a.anchor);
+    if (!a.data.empty()) X = read_npy_matrix<double>(a.data);
+  } else {
+    const auto& s = st.spec().anchor();
+    User<double> user(read_npy_matrix<double>(a.priv), "participant");
+    if (static_cast<std::uint64_t>(user.features()) != s.features())
+      throw InvalidInput("--private " + a.priv + " has " + std::to_string(user.features()) +
+                         " features: the collaboration's anchor has " +
+                         std::to_string(s.features()));
+    user.choose_secret_basis(static_cast<index_t>(st.spec().dim()), Mixing::haar, a.seed, a.center);
+    const Matrix<double> anchor =
+        make_anchor<double>(static_cast<index_t>(s.rows()), static_cast<index_t>(s.features()),
+                            parse_anchor_kind(s.kind()), s.seed());
+    A = user.release_anchor(anchor);
+    if (model) X = user.release_data();
+    // The secret basis is kept before anything leaves this machine.
+    const fs::path out = fs::absolute(a.secret_out);
+    const fs::path tmp = model_file::sibling(out.parent_path(), out.filename(), "tmp");
+    write_npy(tmp.string(), user.reveal_secret_basis().view());
+    ::chmod(tmp.c_str(), 0600);
+    fs::rename(tmp, out);
+  }
+  client.upload(a.collaboration, v1::PART_ANCHOR, A);
+  if (model) {
+    if (X.size() == 0) throw UsageError("this collaboration trains a model: give --data");
+    client.upload(a.collaboration, v1::PART_DATA, X);
+    client.upload(a.collaboration, v1::PART_LABELS, labels_matrix(a.labels));
+  }
+  std::cout << "uploaded the release to collaboration " << a.collaboration << "\n";
+}
+
+void print_status(const v1::GetStatusResponse& st, bool json) {
+  if (json) {
+    std::string out;
+    google::protobuf::util::JsonPrintOptions o;
+    o.add_whitespace = true;
+    o.preserve_proto_field_names = true;
+    (void)google::protobuf::util::MessageToJsonString(st, &out, o);
+    std::cout << out;
+    return;
+  }
+  std::cout << "collaboration " << st.spec().name() << ": method " << st.spec().method()
+            << ", l = " << st.spec().dim() << ", job " << st.job_state();
+  if (!st.job_error().empty()) std::cout << " (" << st.job_error() << ")";
+  std::cout << "\n";
+  for (const auto& p : st.participants())
+    std::cout << "  " << p.participant() << ": " << (p.uploaded() ? "uploaded" : "waiting") << "\n";
+}
+
+}  // namespace
+
+void add_client_command(CLI::App& app) {
+  auto* client = app.add_subcommand("client", "Talk to a dcalign-server (analyst or participant)");
+  client->require_subcommand(1);
+  static Common common[8];
+  static std::string ids[8], spec_file, tokens_dir, participant, out_dir;
+  static bool json = false;
+  static UploadArgs up;
+
+  auto* create = client->add_subcommand("create", "Create a collaboration (analyst)");
+  add_common(create, common[0]);
+  add_path(create, "--spec", spec_file, "the collaboration spec (JSON)")->required();
+  add_path(create, "--tokens-out", tokens_dir, "directory for one token file per participant")
+      ->required();
+  create->callback([] {
+    v1::CollaborationSpec spec;
+    google::protobuf::util::JsonParseOptions o;
+    o.ignore_unknown_fields = false;
+    const auto st =
+        google::protobuf::util::JsonStringToMessage(read_all(spec_file, "spec"), &spec, o);
+    if (!st.ok())
+      throw InvalidInput("--spec " + spec_file +
+                         " is not a collaboration spec: " + std::string(st.message()));
+    if (fs::exists(tokens_dir) && !fs::is_empty(tokens_dir))
+      throw InvalidInput("--tokens-out " + tokens_dir +
+                         " exists and is not empty: not overwritten");
+    auto resp = connect(common[0]).create(spec);
+    fs::create_directories(tokens_dir);
+    ::chmod(tokens_dir.c_str(), 0700);
+    for (const auto& t : resp.tokens())
+      write_private(fs::path(tokens_dir) / (t.participant() + ".token"), t.token() + "\n");
+    std::cout << resp.collaboration_id() << "\n";
+  });
+
+  auto* reissue = client->add_subcommand("reissue", "Revoke a participant's token (analyst)");
+  add_common(reissue, common[1]);
+  add_path(reissue, "--collaboration", ids[1], "collaboration id")->required();
+  add_path(reissue, "--participant", participant, "participant name")->required();
+  add_path(reissue, "--token-out", out_dir, "file for the new token")->required();
+  reissue->callback([] {
+    const auto t = connect(common[1]).reissue(ids[1], participant);
+    write_private(fs::absolute(out_dir), t.token() + "\n");
+  });
+
+  auto* run = client->add_subcommand("run", "Queue the alignment (analyst)");
+  add_common(run, common[2]);
+  add_path(run, "--collaboration", ids[2], "collaboration id")->required();
+  run->callback([] { std::cout << "job " << connect(common[2]).run(ids[2]) << "\n"; });
+
+  auto* del = client->add_subcommand("delete", "Delete a collaboration and its files (analyst)");
+  add_common(del, common[3]);
+  add_path(del, "--collaboration", ids[3], "collaboration id")->required();
+  del->callback([] { connect(common[3]).delete_collaboration(ids[3]); });
+
+  auto* status = client->add_subcommand("status", "Uploads and the job's state");
+  add_common(status, common[4]);
+  add_path(status, "--collaboration", ids[4], "collaboration id")->required();
+  status->add_flag("--json", json, "the whole status as JSON");
+  status->callback([] { print_status(connect(common[4]).status(ids[4]), json); });
+
+  auto* upload_cmd = client->add_subcommand("upload", "Upload the own release (participant)");
+  add_common(upload_cmd, common[5]);
+  add_path(upload_cmd, "--collaboration", up.collaboration, "collaboration id")->required();
+  add_path(upload_cmd, "--anchor", up.anchor, "A_i = A F_i (a x l .npy), computed already");
+  add_path(upload_cmd, "--data", up.data, "X~_i = X_i F_i (.npy), with --anchor");
+  add_path(upload_cmd, "--labels", up.labels, "labels y_i (.npy)");
+  add_path(upload_cmd, "--private", up.priv,
+           "private data X_i (n x m .npy): F_i is drawn here and A_i computed");
+  add_path(upload_cmd, "--secret-out", up.secret_out, "where to keep F_i (with --private)");
+  add_unsigned(upload_cmd, "--seed", up.seed, "seed of F_i's random rotation (with --private)");
+  upload_cmd->add_flag("--center", up.center, "centre X_i before its SVD (with --private)");
+  upload_cmd->callback([] { upload(common[5], up); });
+
+  auto* delrel = client->add_subcommand("delete-release", "Delete the own release (participant)");
+  add_common(delrel, common[6]);
+  add_path(delrel, "--collaboration", ids[6], "collaboration id")->required();
+  delrel->callback([] { connect(common[6]).delete_release(ids[6]); });
+
+  auto* fetch = client->add_subcommand("fetch", "Fetch the own G_i and report (participant)");
+  add_common(fetch, common[7]);
+  add_path(fetch, "--collaboration", ids[7], "collaboration id")->required();
+  static std::string fetch_out;
+  add_path(fetch, "--out", fetch_out, "directory to write (replaced atomically)")->required();
+  fetch->callback([] { connect(common[7]).fetch(ids[7], fetch_out); });
+}
+
+}  // namespace dcalign::cli

@@ -1,0 +1,175 @@
+#include "service/common.hpp"
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <vector>
+
+#include "dcalign/error.hpp"
+
+namespace dcalign::service {
+
+struct Sha256::Impl {
+  EVP_MD_CTX* ctx = nullptr;
+};
+
+Sha256::Sha256() : impl_(std::make_unique<Impl>()) {
+  impl_->ctx = EVP_MD_CTX_new();
+  if (impl_->ctx == nullptr || EVP_DigestInit_ex(impl_->ctx, EVP_sha256(), nullptr) != 1)
+    throw Error("cannot initialise SHA-256 (OpenSSL)");
+}
+
+Sha256::~Sha256() { EVP_MD_CTX_free(impl_->ctx); }
+
+void Sha256::update(const void* data, std::size_t n) {
+  if (n > 0 && EVP_DigestUpdate(impl_->ctx, data, n) != 1) throw Error("SHA-256 update failed");
+}
+
+std::string Sha256::hex() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(impl_->ctx, digest, &len) != 1) throw Error("SHA-256 final failed");
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * len);
+  for (unsigned int i = 0; i < len; ++i) {
+    out.push_back(digits[digest[i] >> 4]);
+    out.push_back(digits[digest[i] & 15]);
+  }
+  return out;
+}
+
+std::string sha256_hex(const void* data, std::size_t n) {
+  Sha256 h;
+  h.update(data, n);
+  return h.hex();
+}
+
+std::string sha256_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError("cannot open " + path + " to checksum it");
+  Sha256 h;
+  std::vector<char> buf(1 << 20);
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h.update(buf.data(), static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) throw IoError("cannot read " + path + " to checksum it");
+  return h.hex();
+}
+
+namespace {
+
+void random_bytes(unsigned char* out, int n) {
+  if (RAND_bytes(out, n) != 1) throw Error("OpenSSL's RAND_bytes failed: no secure randomness");
+}
+
+bool all_of(const std::string& s, std::size_t from, const char* alphabet) {
+  for (std::size_t i = from; i < s.size(); ++i)
+    if (std::strchr(alphabet, s[i]) == nullptr || s[i] == '\0') return false;
+  return true;
+}
+
+constexpr const char* kHex = "0123456789abcdef";
+constexpr const char* kBase64Url =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+}  // namespace
+
+std::string new_token() {
+  unsigned char b[33];
+  random_bytes(b, 32);
+  b[32] = 0;
+  std::string out = "dca_";
+  // 32 bytes = 256 bits in 43 six-bit digits (the last one carries 4 bits).
+  for (int bit = 0; bit < 256; bit += 6) {
+    const int byte = bit / 8, shift = bit % 8;
+    const unsigned v = ((static_cast<unsigned>(b[byte]) << 8) | b[byte + 1]) >> (10 - shift);
+    out.push_back(kBase64Url[v & 63]);
+  }
+  return out;
+}
+
+std::string new_collaboration_id() {
+  unsigned char b[16];
+  random_bytes(b, 16);
+  std::string out = "c";
+  for (unsigned char c : b) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+bool is_collaboration_id(const std::string& s) {
+  return s.size() == 33 && s[0] == 'c' && all_of(s, 1, kHex);
+}
+
+bool is_token(const std::string& s) {
+  return s.size() == 47 && s.compare(0, 4, "dca_") == 0 && all_of(s, 4, kBase64Url);
+}
+
+bool equal_constant_time(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+void check_name(const std::string& what, const std::string& name) {
+  constexpr const char* kAllowed =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-";
+  const bool ok = !name.empty() && name.size() <= 64 &&
+                  std::isalnum(static_cast<unsigned char>(name[0])) && all_of(name, 0, kAllowed) &&
+                  name.find("..") == std::string::npos;
+  if (!ok) {
+    std::string shown = name.size() > 64 ? name.substr(0, 64) + "..." : name;
+    throw InvalidInput(what + " '" + shown +
+                       "' is not a valid name: expected 1-64 characters of A-Z a-z 0-9 _ . -, "
+                       "starting with a letter or digit, without '/' or '..'");
+  }
+}
+
+void log_event(const char* level, const char* event, nlohmann::json fields) {
+  static std::mutex mu;
+  const double ts =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json line = {{"ts", ts}, {"level", level}, {"event", event}};
+  if (fields.is_object())
+    for (auto& [k, v] : fields.items()) line[k] = v;
+  const std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::lock_guard<std::mutex> lock(mu);
+  std::cerr << text << '\n' << std::flush;
+}
+
+void crash_point(const char* point) {
+  // "NAME" fires at the first pass through NAME, "NAME:K" at the K-th.
+  static const std::pair<std::string, long> armed = [] {
+    const char* v = std::getenv("DCALIGN_SERVER_CRASH_AT");
+    std::string name = v == nullptr ? "" : v;
+    long k = 1;
+    if (const auto colon = name.find(':'); colon != std::string::npos) {
+      k = std::strtol(name.c_str() + colon + 1, nullptr, 10);
+      name.resize(colon);
+    }
+    return std::make_pair(name, k);
+  }();
+  static std::atomic<long> passes{0};
+  if (armed.first.empty() || armed.first != point) return;
+  if (++passes == armed.second) {
+    log_event("warning", "crash_point", {{"point", point}, {"pass", armed.second}});
+    ::kill(::getpid(), SIGKILL);
+  }
+}
+
+}  // namespace dcalign::service

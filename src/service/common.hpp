@@ -1,0 +1,59 @@
+#pragma once
+// Small pieces of dcalign-server and its clients: SHA-256, tokens, names, structured logs and
+// the crash points of the reliability tests.
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dcalign::service {
+
+/// Incremental SHA-256 (OpenSSL's EVP interface).
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, std::size_t n);
+  /// The digest as 64 lower-case hex digits; the object is spent afterwards.
+  std::string hex();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+std::string sha256_hex(const void* data, std::size_t n);
+inline std::string sha256_hex(const std::string& s) { return sha256_hex(s.data(), s.size()); }
+/// SHA-256 of a whole file, read in blocks (IoError naming the file).
+std::string sha256_file(const std::string& path);
+
+/// A new secret: "dca_" followed by 43 characters (32 bytes from OpenSSL's RAND_bytes, base64url).
+std::string new_token();
+/// A new collaboration id: "c" followed by 32 hex digits (16 random bytes).
+std::string new_collaboration_id();
+/// Whether `s` has the form new_collaboration_id() gives.
+bool is_collaboration_id(const std::string& s);
+/// Whether `s` has the form new_token() gives.
+bool is_token(const std::string& s);
+/// Byte-wise comparison whose time does not depend on where the strings differ.
+bool equal_constant_time(const std::string& a, const std::string& b);
+
+/// Throws dcalign::InvalidInput unless `name` is 1-64 characters of [A-Za-z0-9_.-], starting
+/// with a letter or digit (so never "/", "..", "." or a hidden name). `what` names the field.
+void check_name(const std::string& what, const std::string& name);
+
+/// Writes one JSON object per line to stderr: {"ts": ..., "level": ..., "event": ..., fields}.
+void log_event(const char* level, const char* event,
+               nlohmann::json fields = nlohmann::json::object());
+
+/// The reliability tests' crash points. When the environment variable DCALIGN_SERVER_CRASH_AT
+/// (read once) is `point` or `point:K`, the process kills itself with SIGKILL at the first
+/// (K-th) pass through it: exactly what a `kill -9` at that moment does. Without the variable
+/// this is one comparison.
+void crash_point(const char* point);
+
+}  // namespace dcalign::service

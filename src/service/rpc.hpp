@@ -1,0 +1,315 @@
+#pragma once
+// The RPC handlers of dcalign-server (internal to src/service): the unary calls here, the
+// streams (Upload, Fetch) in transfer.cpp. Every handler authenticates first (UNAUTHENTICATED),
+// then checks the caller's role and collaboration (PERMISSION_DENIED), then the request
+// (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION), and only then touches files.
+#include <string>
+#include <vector>
+
+#include "dcalign/error.hpp"
+#include "service/common.hpp"
+#include "service/state.hpp"
+
+namespace dcalign::service::rpc {
+
+using grpc::ServerContext;
+using grpc::Status;
+using grpc::StatusCode;
+
+struct Caller {
+  bool analyst = false;
+  Principal who;  ///< a participant's collaboration and name
+};
+
+inline Status error(StatusCode code, const std::string& message) { return Status(code, message); }
+
+/// Runs `body`, turning dcalign's exceptions into statuses that keep their message.
+template <typename F>
+Status guarded(const char* rpc, F&& body) {
+  try {
+    return body();
+  } catch (const InvalidInput& e) {
+    return error(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const std::exception& e) {
+    log_event("error", "rpc_failed", {{"rpc", rpc}, {"error", e.what()}});
+    return error(StatusCode::INTERNAL, std::string(rpc) + " failed on the server: " + e.what());
+  }
+}
+
+class Service final : public v1::Analyst::Service {
+ public:
+  explicit Service(State& s) : s_(s) {}
+
+  Status CreateCollaboration(ServerContext* ctx, const v1::CreateCollaborationRequest* req,
+                             v1::CreateCollaborationResponse* resp) override {
+    return guarded("CreateCollaboration", [&] {
+      Caller c;
+      if (auto st = analyst_only(ctx, &c); !st.ok()) return st;
+      check_spec(req->spec(), s_.opts.max_part_bytes);
+      const std::string id = new_collaboration_id();
+      std::vector<std::pair<std::string, std::string>> rows;
+      for (const auto& p : req->spec().participants()) {
+        const std::string token = new_token();
+        rows.emplace_back(p, sha256_hex(token));
+        auto* t = resp->add_tokens();
+        t->set_participant(p);
+        t->set_token(token);
+      }
+      fs::create_directories(s_.collaboration_dir(id) / "uploads");
+      s_.store->create_collaboration(id, req->spec().SerializeAsString(), rows);
+      resp->set_collaboration_id(id);
+      log_event("info", "collaboration_created",
+                {{"collaboration", id}, {"participants", rows.size()}});
+      return Status::OK;
+    });
+  }
+
+  Status ReissueToken(ServerContext* ctx, const v1::ReissueTokenRequest* req,
+                      v1::ReissueTokenResponse* resp) override {
+    return guarded("ReissueToken", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      if (auto st = analyst_on(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+      check_name("participant", req->participant());
+      const std::string token = new_token();
+      if (!s_.store->replace_token(req->collaboration_id(), req->participant(), sha256_hex(token)))
+        return error(StatusCode::NOT_FOUND, "collaboration " + req->collaboration_id() +
+                                                " has no participant '" + req->participant() + "'");
+      resp->mutable_token()->set_participant(req->participant());
+      resp->mutable_token()->set_token(token);
+      log_event("info", "token_reissued",
+                {{"collaboration", req->collaboration_id()}, {"participant", req->participant()}});
+      return Status::OK;
+    });
+  }
+
+  Status Run(ServerContext* ctx, const v1::RunRequest* req, v1::RunResponse* resp) override {
+    return guarded("Run", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      const std::string& id = req->collaboration_id();
+      if (auto st = analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
+      std::vector<std::string> missing;
+      for (const auto& p : spec.participants())
+        if (!s_.uploaded(id, spec, p)) missing.push_back(p);
+      if (!missing.empty()) {
+        std::string names;
+        for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "cannot run: these participants have not uploaded their release: " + names);
+      }
+      if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
+        log_event("info", "job_queued", {{"collaboration", id}, {"by", "analyst"}});
+        s_.notify();
+      }
+      resp->set_state(s_.store->job(id).state);
+      return Status::OK;
+    });
+  }
+
+  Status DeleteCollaboration(ServerContext* ctx, const v1::DeleteCollaborationRequest* req,
+                             v1::DeleteCollaborationResponse*) override {
+    return guarded("DeleteCollaboration", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      const std::string& id = req->collaboration_id();
+      if (auto st = analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
+      {
+        std::lock_guard<std::mutex> lock(s_.mu);
+        if (s_.running_job == id)
+          return error(StatusCode::FAILED_PRECONDITION,
+                       "collaboration " + id + " has a running job: delete it when it ends");
+        // The rows go first: once they are gone no call reaches the files, and a crash
+        // before the files are removed leaves an orphan directory that recover() removes.
+        s_.store->delete_collaboration(id);
+      }
+      fs::create_directories(s_.trash_dir());
+      const fs::path trash = s_.trash_dir() / id;
+      std::error_code ec;
+      fs::rename(s_.collaboration_dir(id), trash, ec);
+      fs::remove_all(ec ? s_.collaboration_dir(id) : trash, ec);
+      if (ec) throw IoError("cannot remove the files of " + id + ": " + ec.message());
+      log_event("info", "collaboration_deleted", {{"collaboration", id}});
+      return Status::OK;
+    });
+  }
+
+  Status GetStatus(ServerContext* ctx, const v1::GetStatusRequest* req,
+                   v1::GetStatusResponse* resp) override {
+    return guarded("GetStatus", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      const std::string& id = req->collaboration_id();
+      if (auto st = member_of(ctx, id, &c, &spec); !st.ok()) return st;
+      *resp->mutable_spec() = spec;
+      for (const auto& p : spec.participants()) {
+        auto* ps = resp->add_participants();
+        ps->set_participant(p);
+        for (const auto& r : s_.store->parts(id, p)) {
+          auto* part = ps->add_parts();
+          part->set_part(static_cast<v1::Part>(r.part));
+          part->set_rows(r.rows);
+          part->set_cols(r.cols);
+          part->set_received(r.received);
+          part->set_total(r.total);
+          part->set_complete(r.complete);
+        }
+        ps->set_uploaded(s_.uploaded(id, spec, p));
+      }
+      const JobRecord j = s_.store->job(id);
+      resp->set_job_state(j.state);
+      resp->set_job_attempts(static_cast<std::uint32_t>(j.attempts));
+      resp->set_job_error(j.error);
+      resp->set_job_report(j.report);
+      return Status::OK;
+    });
+  }
+
+  Status GetUploadOffset(ServerContext* ctx, const v1::GetUploadOffsetRequest* req,
+                         v1::GetUploadOffsetResponse* resp) override {
+    return guarded("GetUploadOffset", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+      if (auto st = check_part(spec, req->part()); !st.ok()) return st;
+      if (auto r = s_.store->part(c.who.collaboration, c.who.participant, req->part())) {
+        resp->set_committed(r->received);
+        resp->set_complete(r->complete);
+        resp->set_total(r->total);
+      }
+      return Status::OK;
+    });
+  }
+
+  Status Upload(ServerContext* ctx,
+                grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream) override;
+
+  Status DeleteRelease(ServerContext* ctx, const v1::DeleteReleaseRequest* req,
+                       v1::DeleteReleaseResponse*) override {
+    return guarded("DeleteRelease", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+      const auto& [id, me] = c.who;
+      std::lock_guard<std::mutex> lock(s_.mu);
+      const std::string state = s_.store->job(id).state;
+      if (state != "none" && state != "failed")
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "the release can no longer be deleted: the job is " + state);
+      for (int p : {v1::PART_ANCHOR, v1::PART_DATA, v1::PART_LABELS})
+        if (s_.active_parts.count(id + "/" + me + "/" + part_name(p)))
+          return error(StatusCode::FAILED_PRECONDITION,
+                       std::string("an upload of the ") + part_name(p) + " is in progress");
+      s_.store->delete_parts(id, me);
+      std::error_code ec;
+      fs::remove_all(s_.upload_dir(id, me), ec);
+      if (ec) throw IoError("cannot remove the release of " + me + ": " + ec.message());
+      log_event("info", "release_deleted", {{"collaboration", id}, {"participant", me}});
+      return Status::OK;
+    });
+  }
+
+  Status Fetch(ServerContext* ctx, const v1::FetchRequest* req,
+               grpc::ServerWriter<v1::FetchChunk>* writer) override;
+
+ private:
+  // ---- Authentication and authorisation.
+  Status authenticate(ServerContext* ctx, Caller* c) {
+    const auto& md = ctx->client_metadata();
+    const auto it = md.find("authorization");
+    if (it == md.end())
+      return error(StatusCode::UNAUTHENTICATED,
+                   "no token: send the metadata 'authorization: Bearer <token>'");
+    const std::string value(it->second.data(), it->second.size());
+    const std::string prefix = "Bearer ";
+    if (value.size() < prefix.size() + 16 || value.size() > prefix.size() + 256 ||
+        value.compare(0, prefix.size(), prefix) != 0)
+      return error(StatusCode::UNAUTHENTICATED,
+                   "malformed authorization: expected 'Bearer ' and a token of 16 to 256 "
+                   "characters");
+    const std::string token = value.substr(prefix.size());
+    for (char ch : token)
+      if (ch <= ' ' || ch > '~')
+        return error(StatusCode::UNAUTHENTICATED,
+                     "malformed token: expected printable ASCII characters without spaces");
+    const std::string hash = sha256_hex(token);
+    if (equal_constant_time(hash, s_.analyst_hash)) {
+      c->analyst = true;
+      return Status::OK;
+    }
+    if (auto p = s_.store->find_token(hash)) {
+      c->who = *p;
+      return Status::OK;
+    }
+    if (s_.store->token_revoked(hash))
+      return error(StatusCode::UNAUTHENTICATED,
+                   "the token was revoked: ask the analyst for the new one");
+    return error(StatusCode::UNAUTHENTICATED, "unknown token");
+  }
+
+  Status check_id(const std::string& id) {
+    if (!is_collaboration_id(id))
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "collaboration_id is not a collaboration id: expected 'c' and 32 hex digits");
+    return Status::OK;
+  }
+
+  Status analyst_only(ServerContext* ctx, Caller* c) {
+    if (auto st = authenticate(ctx, c); !st.ok()) return st;
+    if (!c->analyst) return error(StatusCode::PERMISSION_DENIED, "only the analyst may call this");
+    return Status::OK;
+  }
+
+  Status found(const std::string& id, v1::CollaborationSpec* spec) {
+    if (!s_.load_spec(id, spec)) return error(StatusCode::NOT_FOUND, "no collaboration " + id);
+    return Status::OK;
+  }
+
+  Status analyst_on(ServerContext* ctx, const std::string& id, Caller* c,
+                    v1::CollaborationSpec* spec) {
+    if (auto st = analyst_only(ctx, c); !st.ok()) return st;
+    if (auto st = check_id(id); !st.ok()) return st;
+    return found(id, spec);
+  }
+
+  Status participant_of(ServerContext* ctx, const std::string& id, Caller* c,
+                        v1::CollaborationSpec* spec) {
+    if (auto st = authenticate(ctx, c); !st.ok()) return st;
+    if (c->analyst)
+      return error(StatusCode::PERMISSION_DENIED,
+                   "only a participant may call this (the analyst has no access to releases)");
+    if (auto st = check_id(id); !st.ok()) return st;
+    if (id != c->who.collaboration)
+      return error(StatusCode::PERMISSION_DENIED, "this token belongs to another collaboration");
+    return found(id, spec);
+  }
+
+  Status member_of(ServerContext* ctx, const std::string& id, Caller* c,
+                   v1::CollaborationSpec* spec) {
+    if (auto st = authenticate(ctx, c); !st.ok()) return st;
+    if (auto st = check_id(id); !st.ok()) return st;
+    if (!c->analyst && id != c->who.collaboration)
+      return error(StatusCode::PERMISSION_DENIED, "this token belongs to another collaboration");
+    return found(id, spec);
+  }
+
+  Status check_part(const v1::CollaborationSpec& spec, int part) {
+    if (part != v1::PART_ANCHOR && part != v1::PART_DATA && part != v1::PART_LABELS)
+      return error(
+          StatusCode::INVALID_ARGUMENT,
+          "part " + std::to_string(part) + " is not a part: expected anchor, data or labels");
+    if (!needs_part(spec, static_cast<v1::Part>(part)))
+      return error(StatusCode::INVALID_ARGUMENT, std::string("this collaboration takes no ") +
+                                                     part_name(part) + " (it trains no model)");
+    return Status::OK;
+  }
+
+  Status upload_stream(ServerContext* ctx, const Caller& c, const v1::CollaborationSpec& spec,
+                       const v1::UploadHeader& h,
+                       grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream);
+  Status finish_part(const Caller& c, int part, const PartRecord& r);
+
+  State& s_;
+};
+
+}  // namespace dcalign::service::rpc

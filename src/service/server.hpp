@@ -1,0 +1,59 @@
+#pragma once
+// dcalign-server: the analyst's side of a Data Collaboration as a gRPC service
+// (proto/dcalign/service/v1/analyst.proto). See README "The analyst service".
+//
+// Data directory layout (everything the server writes is below it):
+//   dcalign.db                                   SQLite (WAL): collaborations, token hashes,
+//                                                upload progress, jobs
+//   collaborations/<id>/uploads/<participant>/<part>.partial   an upload in progress
+//   collaborations/<id>/uploads/<participant>/<part>.f64       a verified part (raw float64)
+//   collaborations/<id>/results/<participant>/G.npy, report.json   published by one rename
+//   collaborations/<id>/results.tmp.*            a job's results while they are written
+//   trash/                                       collaborations being deleted
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace dcalign::service {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:0";  ///< host:port; port 0 picks a free one
+  std::string data_dir;
+  std::string analyst_token;  ///< the analyst's secret (dcalign-server reads it from a file)
+  std::string tls_cert_file, tls_key_file;  ///< PEM; required unless insecure_localhost
+  bool insecure_localhost = false;          ///< plaintext, only on a loopback address
+  std::string device = "auto";              ///< auto (cuda when available), cpu or cuda
+  std::uint64_t max_chunk_bytes = 1u << 20;
+  std::uint64_t max_part_bytes = std::uint64_t{1} << 32;  ///< bound on one part's total
+  int max_upload_streams = 64;       ///< concurrent Upload streams, server-wide
+  int max_concurrent_streams = 256;  ///< HTTP/2 streams per connection
+  double max_rpc_seconds = 3600;     ///< a stream open longer is cancelled
+  double shutdown_grace_seconds = 30;
+};
+
+/// Rejects options that cannot work (InvalidInput naming the option).
+void check_options(const ServerOptions& opts);
+
+class Server {
+ public:
+  explicit Server(ServerOptions opts);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Opens the store, recovers interrupted uploads and jobs, starts the job worker and listens.
+  void start();
+  /// The port it listens on (after start()).
+  int port() const;
+  /// Blocks until shutdown() has completed.
+  void wait();
+  /// Stops taking calls, lets calls in flight finish within the grace period, and lets the
+  /// running job finish (its state is persisted either way). Safe from any thread, once.
+  void shutdown();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dcalign::service

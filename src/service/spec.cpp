@@ -1,0 +1,155 @@
+// Collaboration specs: what a collaboration may ask for, and the State's paths and queries.
+#include <set>
+
+#include "dcalign/backend.hpp"
+#include "dcalign/error.hpp"
+#include "dcalign/polar.hpp"
+#include "dcalign/user.hpp"
+#include "service/common.hpp"
+#include "service/state.hpp"
+
+namespace dcalign::service {
+namespace {
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw InvalidInput(message);
+}
+
+std::string range(std::uint64_t lo, std::uint64_t hi) {
+  return "expected " + std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+}  // namespace
+
+const char* part_name(int part) {
+  switch (part) {
+    case v1::PART_ANCHOR:
+      return "anchor";
+    case v1::PART_DATA:
+      return "data";
+    case v1::PART_LABELS:
+      return "labels";
+    default:
+      return "unknown";
+  }
+}
+
+bool needs_part(const v1::CollaborationSpec& spec, v1::Part part) {
+  if (part == v1::PART_ANCHOR) return true;
+  return (part == v1::PART_DATA || part == v1::PART_LABELS) && spec.model() != "none";
+}
+
+void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit) {
+  check_name("spec.name", spec.name());
+  (void)parse_method(spec.method());
+  const std::uint64_t l = spec.dim();
+  require(l >= 1 && l <= SpecLimits::kMaxDim,
+          "spec.dim " + std::to_string(l) + " is out of range: " + range(1, SpecLimits::kMaxDim));
+  const auto& a = spec.anchor();
+  (void)parse_anchor_kind(a.kind());
+  require(a.rows() >= l && a.rows() <= SpecLimits::kMaxAnchorRows,
+          "spec.anchor.rows " + std::to_string(a.rows()) +
+              " is out of range: " + range(l, SpecLimits::kMaxAnchorRows) + " (at least dim)");
+  require(a.features() >= l && a.features() <= SpecLimits::kMaxFeatures,
+          "spec.anchor.features " + std::to_string(a.features()) +
+              " is out of range: " + range(l, SpecLimits::kMaxFeatures) + " (at least dim)");
+  const int c = spec.participants_size();
+  require(c >= 1 && c <= SpecLimits::kMaxParticipants,
+          "spec.participants has " + std::to_string(c) + " names: expected 1 to " +
+              std::to_string(SpecLimits::kMaxParticipants));
+  std::set<std::string> names;
+  for (const auto& p : spec.participants()) {
+    check_name("participant", p);
+    require(names.insert(p).second, "participant '" + p + "' is named twice in spec.participants");
+  }
+  require(spec.model() == "none",
+          "spec.model '" + spec.model() +
+              "' is not available: this server aligns only (expected \"none\")");
+  require(spec.num_classes() == 0, "spec.num_classes must be 0 when spec.model is \"none\"");
+  require(spec.max_rows() <= SpecLimits::kMaxRows,
+          "spec.max_rows " + std::to_string(spec.max_rows()) +
+              " is out of range: " + range(0, SpecLimits::kMaxRows));
+  require(a.rows() * l * 8 <= part_limit && spec.max_rows() * l * 8 <= part_limit,
+          "the spec's largest part (" + std::to_string(std::max(a.rows(), spec.max_rows())) +
+              " x " + std::to_string(l) + " float64) exceeds the server's part limit of " +
+              std::to_string(part_limit) + " bytes");
+  for (const auto& [key, value] : spec.options()) {
+    if (key == "precision")
+      require(value == "float64" || value == "float32",
+              "spec.options.precision '" + value + "': expected float64 or float32");
+    else if (key == "svd")
+      (void)parse_svd_algorithm(value);
+    else if (key == "polar")
+      (void)parse_polar_method(value);
+    else
+      throw InvalidInput("spec.options has the unknown key '" + key +
+                         "': expected precision, svd or polar");
+  }
+}
+
+AlignOptions align_options(const v1::CollaborationSpec& spec, bool* float32) {
+  AlignOptions opts;
+  opts.method = parse_method(spec.method());
+  opts.seed = spec.seed();
+  *float32 = false;
+  for (const auto& [key, value] : spec.options()) {
+    if (key == "precision") *float32 = value == "float32";
+    if (key == "svd") opts.svd.algorithm = parse_svd_algorithm(value);
+    if (key == "polar") opts.polar = parse_polar_method(value);
+  }
+  return opts;
+}
+
+State::State(ServerOptions o)
+    : opts(std::move(o)), root(opts.data_dir), analyst_hash(sha256_hex(opts.analyst_token)) {}
+
+fs::path State::collaboration_dir(const std::string& id) const {
+  return root / "collaborations" / id;
+}
+fs::path State::upload_dir(const std::string& id, const std::string& participant) const {
+  return collaboration_dir(id) / "uploads" / participant;
+}
+fs::path State::part_file(const std::string& id, const std::string& participant, int part,
+                          bool complete) const {
+  return upload_dir(id, participant) /
+         (std::string(part_name(part)) + (complete ? ".f64" : ".partial"));
+}
+fs::path State::results_dir(const std::string& id) const {
+  return collaboration_dir(id) / "results";
+}
+fs::path State::trash_dir() const { return root / "trash"; }
+
+bool State::load_spec(const std::string& id, v1::CollaborationSpec* spec) {
+  const auto blob = store->spec(id);
+  if (!blob) return false;
+  if (!spec->ParseFromString(*blob)) throw IoError("the stored spec of " + id + " is corrupt");
+  return true;
+}
+
+bool State::uploaded(const std::string& id, const v1::CollaborationSpec& spec,
+                     const std::string& participant) {
+  int needed = 0, have = 0;
+  for (int p : {v1::PART_ANCHOR, v1::PART_DATA, v1::PART_LABELS})
+    if (needs_part(spec, static_cast<v1::Part>(p))) ++needed;
+  for (const auto& r : store->parts(id, participant))
+    if (r.complete && needs_part(spec, static_cast<v1::Part>(r.part))) ++have;
+  return have == needed;
+}
+
+void State::queue_if_complete(const std::string& id) {
+  v1::CollaborationSpec spec;
+  if (!load_spec(id, &spec)) return;
+  for (const auto& p : spec.participants())
+    if (!uploaded(id, spec, p)) return;
+  if (store->transition_job(id, {"none"}, "queued")) {
+    log_event("info", "job_queued", {{"collaboration", id}, {"by", "last upload"}});
+    notify();
+  }
+}
+
+void State::notify() {
+  std::lock_guard<std::mutex> lock(mu);
+  cv.notify_all();
+}
+
+}  // namespace dcalign::service

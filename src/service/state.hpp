@@ -1,0 +1,82 @@
+#pragma once
+// What the RPC handlers (rpc.cpp), the job worker (jobs.cpp) and the server's lifecycle
+// (server.cpp) share. Internal to src/service.
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "dcalign/align.hpp"
+#include "dcalign/service/v1/analyst.grpc.pb.h"
+#include "service/server.hpp"
+#include "service/store.hpp"
+
+namespace dcalign::service {
+
+namespace fs = std::filesystem;
+namespace v1 = ::dcalign::service::v1;
+
+/// The bounds a collaboration spec must keep (check_spec).
+struct SpecLimits {
+  static constexpr std::uint64_t kMaxDim = 4096;
+  static constexpr std::uint64_t kMaxAnchorRows = 1000000;
+  static constexpr std::uint64_t kMaxFeatures = 1000000;
+  static constexpr int kMaxParticipants = 1000;
+  static constexpr std::uint64_t kMaxRows = 100000000;
+};
+
+/// Throws InvalidInput naming the field when `spec` is not a collaboration the server can run:
+/// names, method, anchor, shapes within SpecLimits and `part_limit` bytes per part, options.
+void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit);
+/// The alignment options of a checked spec. `float32` receives whether it asks for float32.
+AlignOptions align_options(const v1::CollaborationSpec& spec, bool* float32);
+/// Whether the collaboration needs `part` from every participant (data and labels only when
+/// it trains a model).
+bool needs_part(const v1::CollaborationSpec& spec, v1::Part part);
+const char* part_name(int part);
+
+struct State {
+  explicit State(ServerOptions o);
+
+  ServerOptions opts;
+  fs::path root;
+  std::string analyst_hash;  ///< SHA-256 of the analyst's token
+  std::unique_ptr<Store> store;
+
+  std::mutex mu;  ///< guards everything below
+  std::condition_variable cv;
+  bool stopping = false;
+  std::set<std::string> active_parts;  ///< "<id>/<participant>/<part>" being uploaded
+  int upload_streams = 0;
+  std::string running_job;  ///< the collaboration whose job runs now, or empty
+
+  fs::path collaboration_dir(const std::string& id) const;
+  fs::path upload_dir(const std::string& id, const std::string& participant) const;
+  fs::path part_file(const std::string& id, const std::string& participant, int part,
+                     bool complete) const;
+  fs::path results_dir(const std::string& id) const;
+  fs::path trash_dir() const;
+
+  /// The stored spec (NOT_FOUND-worthy nullopt for an unknown id is the caller's).
+  bool load_spec(const std::string& id, v1::CollaborationSpec* spec);
+  /// Every part the collaboration needs is complete for `participant`.
+  bool uploaded(const std::string& id, const v1::CollaborationSpec& spec,
+                const std::string& participant);
+  /// Queues the job when every participant has uploaded and it is not queued, running or done.
+  void queue_if_complete(const std::string& id);
+  /// Wakes the job worker.
+  void notify();
+};
+
+/// The job worker: runs queued jobs one at a time until state.stopping. Its own thread.
+void run_job_worker(State& state);
+/// At start: an interrupted job (state running) is queued again; results.tmp.* and orphan
+/// directories are removed; uploads in progress are cut back to their acknowledged length.
+void recover(State& state);
+/// The gRPC service.
+std::unique_ptr<v1::Analyst::Service> make_service(State& state);
+
+}  // namespace dcalign::service

@@ -1,0 +1,86 @@
+#pragma once
+// dcalign-server's metadata in SQLite (WAL mode, synchronous=FULL: a committed change survives
+// a crash of the process or the machine): collaborations, participants and the SHA-256 hashes
+// of their tokens, upload progress and jobs. Matrices are files in the data directory
+// (service/layout.hpp); this store records how far each is acknowledged. Every method is one
+// transaction, serialised on one connection.
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace dcalign::service {
+
+/// Who a token belongs to.
+struct Principal {
+  std::string collaboration;
+  std::string participant;
+};
+
+struct PartRecord {
+  int part = 0;  ///< dcalign.service.v1.Part
+  std::uint64_t rows = 0, cols = 0, total = 0, received = 0;
+  std::string sha256;
+  bool complete = false;
+};
+
+struct JobRecord {
+  std::string state = "none";  ///< none, queued, running, done, failed
+  int attempts = 0;
+  std::string error, report;
+};
+
+class Store {
+ public:
+  /// Opens (creating) the database file `path`. Throws IoError naming it.
+  explicit Store(const std::string& path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  /// `spec` is the serialised CollaborationSpec; `participants` (name, token hash) pairs.
+  void create_collaboration(const std::string& id, const std::string& spec,
+                            const std::vector<std::pair<std::string, std::string>>& participants);
+  /// The serialised spec, or nothing for an unknown id.
+  std::optional<std::string> spec(const std::string& id);
+  std::vector<std::string> participants(const std::string& id);
+  /// Removes every row of the collaboration (its tokens become unknown).
+  void delete_collaboration(const std::string& id);
+  std::vector<std::string> collaborations();
+
+  std::optional<Principal> find_token(const std::string& token_hash);
+  bool token_revoked(const std::string& token_hash);
+  /// Replaces the participant's token hash, keeping the old one as revoked.
+  bool replace_token(const std::string& id, const std::string& participant,
+                     const std::string& new_hash);
+
+  std::optional<PartRecord> part(const std::string& id, const std::string& participant, int part);
+  std::vector<PartRecord> parts(const std::string& id, const std::string& participant);
+  /// Starts (or restarts from 0) the upload of a part.
+  void start_part(const std::string& id, const std::string& participant, const PartRecord& r);
+  void set_received(const std::string& id, const std::string& participant, int part,
+                    std::uint64_t received);
+  void complete_part(const std::string& id, const std::string& participant, int part);
+  void delete_part(const std::string& id, const std::string& participant, int part);
+  void delete_parts(const std::string& id, const std::string& participant);
+
+  JobRecord job(const std::string& id);
+  void set_job(const std::string& id, const JobRecord& j);
+  /// Atomically moves a job from one of `from` to `to` (attempts + 1 when `to` is "running");
+  /// false when the job was in none of them.
+  bool transition_job(const std::string& id, const std::vector<std::string>& from,
+                      const std::string& to);
+  /// Collaborations whose job is in `state`, oldest change first.
+  std::vector<std::string> jobs_in(const std::string& state);
+
+ private:
+  void exec(const char* sql);
+  sqlite3* db_ = nullptr;
+  std::string path_;
+  std::mutex mu_;
+};
+
+}  // namespace dcalign::service

@@ -1,0 +1,324 @@
+// The streaming RPCs: Upload (resumable, every chunk on disk before it is acknowledged) and
+// Fetch (a participant's own results).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include "core/model_file.hpp"
+#include "service/rpc.hpp"
+
+namespace dcalign::service::rpc {
+namespace {
+
+bool is_sha256_hex(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char ch) {
+           return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
+         });
+}
+
+// Releases an upload slot when the stream ends, however it ends.
+struct Slot {
+  State& s;
+  std::string key;
+  ~Slot() {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.active_parts.erase(key);
+    --s.upload_streams;
+  }
+};
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void io_failure(const std::string& what, const fs::path& p) {
+  throw IoError(what + " " + p.string() + ": " + std::strerror(errno));
+}
+
+// The first non-finite value of the raw float64 file, as (row, column), or (-1, -1).
+std::pair<std::int64_t, std::int64_t> first_non_finite(const fs::path& p, std::uint64_t rows) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) io_failure("cannot open", p);
+  std::vector<double> buf(1 << 16);
+  std::uint64_t index = 0;
+  while (in) {
+    in.read(reinterpret_cast<char*>(buf.data()),
+            static_cast<std::streamsize>(buf.size() * sizeof(double)));
+    const auto n = static_cast<std::size_t>(in.gcount()) / sizeof(double);
+    for (std::size_t k = 0; k < n; ++k, ++index)
+      if (!std::isfinite(buf[k]))
+        return {static_cast<std::int64_t>(index % rows), static_cast<std::int64_t>(index / rows)};
+  }
+  return {-1, -1};
+}
+
+}  // namespace
+
+Status Service::Upload(ServerContext* ctx,
+                       grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream) {
+  return guarded("Upload", [&] {
+    Caller c;
+    if (auto st = authenticate(ctx, &c); !st.ok()) return st;
+    if (c.analyst)
+      return error(StatusCode::PERMISSION_DENIED, "only a participant may upload a release");
+    v1::UploadRequest first;
+    if (!stream->Read(&first))
+      return error(StatusCode::INVALID_ARGUMENT, "the upload ended before its header");
+    if (!first.has_header())
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "the first message of an upload must be its header");
+    const v1::UploadHeader& h = first.header();
+    v1::CollaborationSpec spec;
+    if (auto st = participant_of(ctx, h.collaboration_id(), &c, &spec); !st.ok()) return st;
+    if (auto st = check_part(spec, h.part()); !st.ok()) return st;
+
+    // The declared shape, against the collaboration's bounds, before anything is allocated.
+    const std::string what = part_name(h.part());
+    const std::uint64_t l = spec.dim();
+    std::uint64_t want_cols = l;
+    if (h.part() == v1::PART_LABELS) want_cols = 1;
+    if (h.part() == v1::PART_ANCHOR && h.rows() != spec.anchor().rows())
+      return error(StatusCode::INVALID_ARGUMENT, "the anchor has " + std::to_string(h.rows()) +
+                                                     " rows: expected the anchor's " +
+                                                     std::to_string(spec.anchor().rows()));
+    if (h.part() != v1::PART_ANCHOR && (h.rows() < 1 || h.rows() > spec.max_rows()))
+      return error(StatusCode::INVALID_ARGUMENT, "the " + what + " has " +
+                                                     std::to_string(h.rows()) +
+                                                     " rows: expected 1 to the declared bound " +
+                                                     std::to_string(spec.max_rows()));
+    if (h.cols() != want_cols)
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "the " + what + " has " + std::to_string(h.cols()) + " columns: expected " +
+                       std::to_string(want_cols));
+    // rows <= 1e8 and cols <= 4096 (check_spec), so the product cannot overflow.
+    const std::uint64_t total = h.rows() * h.cols() * sizeof(double);
+    if (h.total_bytes() != total)
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "total_bytes " + std::to_string(h.total_bytes()) + " does not match " +
+                       std::to_string(h.rows()) + " x " + std::to_string(h.cols()) +
+                       " float64 values: expected " + std::to_string(total));
+    if (total > s_.opts.max_part_bytes)
+      return error(StatusCode::INVALID_ARGUMENT, "the " + what + " of " + std::to_string(total) +
+                                                     " bytes exceeds the server's part limit of " +
+                                                     std::to_string(s_.opts.max_part_bytes));
+    if (!is_sha256_hex(h.sha256()))
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "sha256 is not a SHA-256: expected 64 lower-case hex digits");
+
+    const std::string key = c.who.collaboration + "/" + c.who.participant + "/" + what;
+    {
+      std::lock_guard<std::mutex> lock(s_.mu);
+      if (s_.stopping) return error(StatusCode::UNAVAILABLE, "the server is shutting down");
+      if (s_.upload_streams >= s_.opts.max_upload_streams)
+        return error(StatusCode::RESOURCE_EXHAUSTED,
+                     "the server has " + std::to_string(s_.upload_streams) +
+                         " uploads in progress, its limit: retry later");
+      if (s_.active_parts.count(key))
+        return error(StatusCode::ABORTED, "another upload of the " + what + " is in progress");
+      const std::string state = s_.store->job(c.who.collaboration).state;
+      if (state != "none" && state != "failed")
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "the release can no longer change: the job is " + state);
+      s_.active_parts.insert(key);
+      ++s_.upload_streams;
+    }
+    Slot slot{s_, key};
+    return upload_stream(ctx, c, spec, h, stream);
+  });
+}
+
+Status Service::upload_stream(ServerContext* ctx, const Caller& c,
+                              const v1::CollaborationSpec& spec, const v1::UploadHeader& h,
+                              grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream) {
+  (void)spec;
+  const auto& [id, me] = c.who;
+  const int part = h.part();
+  const std::string what = part_name(part);
+  PartRecord r;
+  r.part = part;
+  r.rows = h.rows();
+  r.cols = h.cols();
+  r.total = h.total_bytes();
+  r.sha256 = h.sha256();
+  const auto old = s_.store->part(id, me, part);
+  if (old && old->complete) {
+    if (old->sha256 != r.sha256 || old->rows != r.rows || old->cols != r.cols)
+      return error(StatusCode::ALREADY_EXISTS,
+                   "the " + what + " is already uploaded with another content: delete the " +
+                       "release first to replace it");
+    v1::UploadAck ack;
+    ack.set_part(static_cast<v1::Part>(part));
+    ack.set_committed(old->total);
+    ack.set_complete(true);
+    stream->Write(ack);
+    return Status::OK;
+  }
+  const bool resume = old && old->sha256 == r.sha256 && old->rows == r.rows && old->cols == r.cols;
+  if (!resume) s_.store->start_part(id, me, r);
+  std::uint64_t committed = resume ? old->received : 0;
+
+  fs::create_directories(s_.upload_dir(id, me));
+  const fs::path file = s_.part_file(id, me, part, false);
+  Fd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (fd.get() < 0) io_failure("cannot open", file);
+  // Bytes past the acknowledged offset were never acknowledged: they go.
+  if (::ftruncate(fd.get(), static_cast<off_t>(committed)) != 0)
+    io_failure("cannot truncate", file);
+
+  v1::UploadAck ack;
+  ack.set_part(static_cast<v1::Part>(part));
+  ack.set_committed(committed);
+  stream->Write(ack);
+
+  const auto started = std::chrono::steady_clock::now();
+  v1::UploadRequest msg;
+  while (committed < r.total) {
+    if (ctx->IsCancelled()) return error(StatusCode::CANCELLED, "the upload was cancelled");
+    const double open_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (open_s > s_.opts.max_rpc_seconds)
+      return error(StatusCode::DEADLINE_EXCEEDED,
+                   "the upload stream was open longer than the server's limit: resume it");
+    if (!stream->Read(&msg))
+      return error(StatusCode::ABORTED, "the upload ended at byte " + std::to_string(committed) +
+                                            " of " + std::to_string(r.total) +
+                                            ": resume from there");
+    if (!msg.has_chunk())
+      return error(StatusCode::INVALID_ARGUMENT, "only the first message of an upload is a header");
+    const auto& chunk = msg.chunk();
+    const std::uint64_t size = chunk.data().size();
+    if (chunk.offset() != committed)
+      return error(StatusCode::FAILED_PRECONDITION,
+                   "a chunk at offset " + std::to_string(chunk.offset()) +
+                       ": expected the acknowledged offset " + std::to_string(committed));
+    if (size == 0 || size > s_.opts.max_chunk_bytes)
+      return error(StatusCode::INVALID_ARGUMENT, "a chunk of " + std::to_string(size) +
+                                                     " bytes: expected 1 to " +
+                                                     std::to_string(s_.opts.max_chunk_bytes));
+    if (size > r.total - committed)
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "a chunk ending at byte " + std::to_string(committed + size) +
+                       ", past the declared total of " + std::to_string(r.total));
+    const char* p = chunk.data().data();
+    std::uint64_t done = 0;
+    while (done < size) {
+      const ssize_t n =
+          ::pwrite(fd.get(), p + done, size - done, static_cast<off_t>(committed + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) io_failure("cannot write", file);
+      done += static_cast<std::uint64_t>(n);
+    }
+    if (::fdatasync(fd.get()) != 0) io_failure("cannot flush", file);
+    crash_point("upload.before_ack");
+    committed += size;
+    s_.store->set_received(id, me, part, committed);
+    ack.set_committed(committed);
+    if (!stream->Write(ack))
+      return error(StatusCode::ABORTED,
+                   "the client went away at byte " + std::to_string(committed));
+    crash_point("upload.after_ack");
+  }
+  return finish_part(c, part, r);
+}
+
+Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
+  const auto& [id, me] = c.who;
+  const std::string what = part_name(part);
+  const fs::path file = s_.part_file(id, me, part, false);
+  const auto discard = [&] {
+    s_.store->delete_part(id, me, part);
+    std::error_code ec;
+    fs::remove(file, ec);
+  };
+  const std::string got = sha256_file(file.string());
+  if (got != r.sha256) {
+    discard();
+    return error(StatusCode::INVALID_ARGUMENT, "checksum mismatch: the " + std::to_string(r.total) +
+                                                   " bytes of the " + what + " have sha256 " + got +
+                                                   ", the header declared " + r.sha256 +
+                                                   "; the upload was discarded");
+  }
+  const auto [row, col] = first_non_finite(file, r.rows);
+  if (row >= 0) {
+    discard();
+    return error(StatusCode::INVALID_ARGUMENT,
+                 "the " + what + " has a NaN or Inf at row " + std::to_string(row) + ", column " +
+                     std::to_string(col) + "; the upload was discarded");
+  }
+  const fs::path done = s_.part_file(id, me, part, true);
+  if (::rename(file.c_str(), done.c_str()) != 0) io_failure("cannot rename", file);
+  model_file::fsync_path(done.parent_path(), true);
+  s_.store->complete_part(id, me, part);
+  log_event("info", "part_uploaded",
+            {{"collaboration", id}, {"participant", me}, {"part", what}, {"bytes", r.total}});
+  s_.queue_if_complete(id);
+  return Status::OK;
+}
+
+Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
+                      grpc::ServerWriter<v1::FetchChunk>* writer) {
+  return guarded("Fetch", [&] {
+    Caller c;
+    v1::CollaborationSpec spec;
+    if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+    const auto& [id, me] = c.who;
+    const JobRecord job = s_.store->job(id);
+    if (job.state != "done")
+      return error(StatusCode::FAILED_PRECONDITION,
+                   "no result to fetch: the job is " + job.state +
+                       (job.error.empty() ? "" : " (" + job.error + ")"));
+    const fs::path dir = s_.results_dir(id) / me;
+    std::vector<fs::path> files;
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    std::vector<char> buf(s_.opts.max_chunk_bytes);
+    for (const auto& f : files) {
+      const std::string rel = fs::relative(f, dir).generic_string();
+      const std::uint64_t size = fs::file_size(f);
+      const std::string sum = sha256_file(f.string());
+      std::ifstream in(f, std::ios::binary);
+      if (!in) io_failure("cannot open", f);
+      std::uint64_t offset = 0;
+      do {
+        if (ctx->IsCancelled()) return error(StatusCode::CANCELLED, "the fetch was cancelled");
+        in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        const auto n = static_cast<std::size_t>(in.gcount());
+        v1::FetchChunk chunk;
+        chunk.set_file(rel);
+        chunk.set_offset(offset);
+        chunk.set_data(buf.data(), n);
+        chunk.set_file_size(size);
+        if (offset == 0) chunk.set_sha256(sum);
+        if (!writer->Write(chunk)) return error(StatusCode::ABORTED, "the client went away");
+        offset += n;
+      } while (offset < size);
+    }
+    return Status::OK;
+  });
+}
+
+}  // namespace dcalign::service::rpc
+
+namespace dcalign::service {
+std::unique_ptr<v1::Analyst::Service> make_service(State& state) {
+  return std::make_unique<rpc::Service>(state);
+}
+}  // namespace dcalign::service
