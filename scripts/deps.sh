@@ -68,6 +68,8 @@ libgmock-dev          lib
 libgrpc++-dev         host     gRPC:off
 libprotobuf-dev       host
 protobuf-compiler     tool
+# scripts/dev-cert.sh (the service's development certificate and its tests)
+openssl               tool
 protobuf-compiler-grpc tool
 libsqlite3-dev        host     SQLite3:off
 # the Python client and its tests (python/dcalign_client)

@@ -4,8 +4,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# SECONDS_PER_TARGET defaults to 12 (the six targets then take about a minute after the
-# build); TARGET defaults to all of fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model.
+# SECONDS_PER_TARGET defaults to 12 (the seven targets then take about a minute after the
+# build); TARGET defaults to all of fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model
+# fuzz_upload.
 # The committed corpus tests/fuzz/corpus/<target>/ is only read: new inputs go to a scratch
 # directory under build-fuzz/fuzz-runs/, findings to build-fuzz/fuzz-artifacts/ (a minimised
 # copy of a crashing input is what belongs in the corpus as a regression seed, once fixed).
@@ -25,7 +26,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   exit 2
 fi
 shift || true
-all_targets=(fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model)
+all_targets=(fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model fuzz_upload)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do
@@ -44,7 +45,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
 # Longest input per target: enough for every seed and for the structure each format needs.
 declare -A max_len=([fuzz_npy]=4096 [fuzz_idx]=4096 [fuzz_csv]=4096 [fuzz_toml]=4096
-                    [fuzz_align]=1024 [fuzz_model]=8192)
+                    [fuzz_align]=1024 [fuzz_model]=8192 [fuzz_upload]=4096)
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:symbolize=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 # One thread per target: the inputs are tiny, and the runs stay reproducible.

@@ -20,5 +20,6 @@ for d in bench/tests experiments/tests; do
   [[ -d $d ]] && /usr/bin/python3 -m unittest discover -s "$d" -v
 done
 bash scripts/test-python.sh
+bash scripts/test-python-client.sh
 bash scripts/test-sanitizers.sh
 DCALIGN_FUZZ_SEED=1 DCALIGN_FUZZ_RUNS=25000 bash scripts/fuzz.sh 60

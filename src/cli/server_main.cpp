@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   service::ServerOptions o;
   std::string token_file, port_file;
   long long max_chunk = static_cast<long long>(o.max_chunk_bytes);
+  long long max_part = static_cast<long long>(o.max_part_bytes);
   long long upload_streams = o.max_upload_streams, streams = o.max_concurrent_streams;
   double grace = o.shutdown_grace_seconds;
   app.add_option("--listen", o.listen, "host:port to listen on (port 0: any free port)")
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
   app.add_option("--device", o.device, "auto, cpu or cuda")->capture_default_str();
   cli::add_integer(&app, "--max-chunk-bytes", max_chunk, 1024, 64LL << 20,
                    "the largest upload chunk");
+  cli::add_integer(&app, "--max-part-bytes", max_part, 1024, 1LL << 40,
+                   "the largest part (rows x cols x 8 bytes) a spec may declare");
   cli::add_integer(&app, "--max-upload-streams", upload_streams, 1, 100000,
                    "concurrent uploads, server-wide");
   cli::add_integer(&app, "--max-concurrent-streams", streams, 1, 100000,
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
     if (!(grace >= 0 && grace <= 3600))
       cli::out_of_range("--shutdown-grace", std::to_string(grace), "0 to 3600");
     o.max_chunk_bytes = static_cast<std::uint64_t>(max_chunk);
+    o.max_part_bytes = static_cast<std::uint64_t>(max_part);
     o.max_upload_streams = static_cast<int>(upload_streams);
     o.max_concurrent_streams = static_cast<int>(streams);
     o.shutdown_grace_seconds = grace;

@@ -9,6 +9,7 @@
 #include "dcalign/error.hpp"
 #include "service/common.hpp"
 #include "service/state.hpp"
+#include "service/upload_rules.hpp"
 
 namespace dcalign::service::rpc {
 
@@ -171,7 +172,7 @@ class Service final : public v1::Analyst::Service {
       Caller c;
       v1::CollaborationSpec spec;
       if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
-      if (auto st = check_part(spec, req->part()); !st.ok()) return st;
+      if (auto st = part_allowed(spec, req->part()); !st.ok()) return st;
       if (auto r = s_.store->part(c.who.collaboration, c.who.participant, req->part())) {
         resp->set_committed(r->received);
         resp->set_complete(r->complete);
@@ -293,14 +294,8 @@ class Service final : public v1::Analyst::Service {
     return found(id, spec);
   }
 
-  Status check_part(const v1::CollaborationSpec& spec, int part) {
-    if (part != v1::PART_ANCHOR && part != v1::PART_DATA && part != v1::PART_LABELS)
-      return error(
-          StatusCode::INVALID_ARGUMENT,
-          "part " + std::to_string(part) + " is not a part: expected anchor, data or labels");
-    if (!needs_part(spec, static_cast<v1::Part>(part)))
-      return error(StatusCode::INVALID_ARGUMENT, std::string("this collaboration takes no ") +
-                                                     part_name(part) + " (it trains no model)");
+  Status part_allowed(const v1::CollaborationSpec& spec, int part) {
+    if (auto r = check_part(spec, part)) return error(static_cast<StatusCode>(r->code), r->message);
     return Status::OK;
   }
 

@@ -1,4 +1,4 @@
-// Collaboration specs: what a collaboration may ask for, and the State's paths and queries.
+// Collaboration specs: what a collaboration may ask for, and what it runs.
 #include <set>
 
 #include "dcalign/backend.hpp"
@@ -98,58 +98,6 @@ AlignOptions align_options(const v1::CollaborationSpec& spec, bool* float32) {
     if (key == "polar") opts.polar = parse_polar_method(value);
   }
   return opts;
-}
-
-State::State(ServerOptions o)
-    : opts(std::move(o)), root(opts.data_dir), analyst_hash(sha256_hex(opts.analyst_token)) {}
-
-fs::path State::collaboration_dir(const std::string& id) const {
-  return root / "collaborations" / id;
-}
-fs::path State::upload_dir(const std::string& id, const std::string& participant) const {
-  return collaboration_dir(id) / "uploads" / participant;
-}
-fs::path State::part_file(const std::string& id, const std::string& participant, int part,
-                          bool complete) const {
-  return upload_dir(id, participant) /
-         (std::string(part_name(part)) + (complete ? ".f64" : ".partial"));
-}
-fs::path State::results_dir(const std::string& id) const {
-  return collaboration_dir(id) / "results";
-}
-fs::path State::trash_dir() const { return root / "trash"; }
-
-bool State::load_spec(const std::string& id, v1::CollaborationSpec* spec) {
-  const auto blob = store->spec(id);
-  if (!blob) return false;
-  if (!spec->ParseFromString(*blob)) throw IoError("the stored spec of " + id + " is corrupt");
-  return true;
-}
-
-bool State::uploaded(const std::string& id, const v1::CollaborationSpec& spec,
-                     const std::string& participant) {
-  int needed = 0, have = 0;
-  for (int p : {v1::PART_ANCHOR, v1::PART_DATA, v1::PART_LABELS})
-    if (needs_part(spec, static_cast<v1::Part>(p))) ++needed;
-  for (const auto& r : store->parts(id, participant))
-    if (r.complete && needs_part(spec, static_cast<v1::Part>(r.part))) ++have;
-  return have == needed;
-}
-
-void State::queue_if_complete(const std::string& id) {
-  v1::CollaborationSpec spec;
-  if (!load_spec(id, &spec)) return;
-  for (const auto& p : spec.participants())
-    if (!uploaded(id, spec, p)) return;
-  if (store->transition_job(id, {"none"}, "queued")) {
-    log_event("info", "job_queued", {{"collaboration", id}, {"by", "last upload"}});
-    notify();
-  }
-}
-
-void State::notify() {
-  std::lock_guard<std::mutex> lock(mu);
-  cv.notify_all();
 }
 
 }  // namespace dcalign::service

@@ -13,15 +13,10 @@
 
 #include "core/model_file.hpp"
 #include "service/rpc.hpp"
+#include "service/upload_rules.hpp"
 
 namespace dcalign::service::rpc {
 namespace {
-
-bool is_sha256_hex(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char ch) {
-           return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f');
-         });
-}
 
 // Releases an upload slot when the stream ends, however it ends.
 struct Slot {
@@ -87,41 +82,11 @@ Status Service::Upload(ServerContext* ctx,
     const v1::UploadHeader& h = first.header();
     v1::CollaborationSpec spec;
     if (auto st = participant_of(ctx, h.collaboration_id(), &c, &spec); !st.ok()) return st;
-    if (auto st = check_part(spec, h.part()); !st.ok()) return st;
 
     // The declared shape, against the collaboration's bounds, before anything is allocated.
+    if (auto r = check_header(spec, h, s_.opts.max_part_bytes))
+      return error(static_cast<StatusCode>(r->code), r->message);
     const std::string what = part_name(h.part());
-    const std::uint64_t l = spec.dim();
-    std::uint64_t want_cols = l;
-    if (h.part() == v1::PART_LABELS) want_cols = 1;
-    if (h.part() == v1::PART_ANCHOR && h.rows() != spec.anchor().rows())
-      return error(StatusCode::INVALID_ARGUMENT, "the anchor has " + std::to_string(h.rows()) +
-                                                     " rows: expected the anchor's " +
-                                                     std::to_string(spec.anchor().rows()));
-    if (h.part() != v1::PART_ANCHOR && (h.rows() < 1 || h.rows() > spec.max_rows()))
-      return error(StatusCode::INVALID_ARGUMENT, "the " + what + " has " +
-                                                     std::to_string(h.rows()) +
-                                                     " rows: expected 1 to the declared bound " +
-                                                     std::to_string(spec.max_rows()));
-    if (h.cols() != want_cols)
-      return error(StatusCode::INVALID_ARGUMENT,
-                   "the " + what + " has " + std::to_string(h.cols()) + " columns: expected " +
-                       std::to_string(want_cols));
-    // rows <= 1e8 and cols <= 4096 (check_spec), so the product cannot overflow.
-    const std::uint64_t total = h.rows() * h.cols() * sizeof(double);
-    if (h.total_bytes() != total)
-      return error(StatusCode::INVALID_ARGUMENT,
-                   "total_bytes " + std::to_string(h.total_bytes()) + " does not match " +
-                       std::to_string(h.rows()) + " x " + std::to_string(h.cols()) +
-                       " float64 values: expected " + std::to_string(total));
-    if (total > s_.opts.max_part_bytes)
-      return error(StatusCode::INVALID_ARGUMENT, "the " + what + " of " + std::to_string(total) +
-                                                     " bytes exceeds the server's part limit of " +
-                                                     std::to_string(s_.opts.max_part_bytes));
-    if (!is_sha256_hex(h.sha256()))
-      return error(StatusCode::INVALID_ARGUMENT,
-                   "sha256 is not a SHA-256: expected 64 lower-case hex digits");
-
     const std::string key = c.who.collaboration + "/" + c.who.participant + "/" + what;
     {
       std::lock_guard<std::mutex> lock(s_.mu);
@@ -203,19 +168,9 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
     if (!msg.has_chunk())
       return error(StatusCode::INVALID_ARGUMENT, "only the first message of an upload is a header");
     const auto& chunk = msg.chunk();
+    if (auto refusal = check_chunk(chunk, committed, r.total, s_.opts.max_chunk_bytes))
+      return error(static_cast<StatusCode>(refusal->code), refusal->message);
     const std::uint64_t size = chunk.data().size();
-    if (chunk.offset() != committed)
-      return error(StatusCode::FAILED_PRECONDITION,
-                   "a chunk at offset " + std::to_string(chunk.offset()) +
-                       ": expected the acknowledged offset " + std::to_string(committed));
-    if (size == 0 || size > s_.opts.max_chunk_bytes)
-      return error(StatusCode::INVALID_ARGUMENT, "a chunk of " + std::to_string(size) +
-                                                     " bytes: expected 1 to " +
-                                                     std::to_string(s_.opts.max_chunk_bytes));
-    if (size > r.total - committed)
-      return error(StatusCode::INVALID_ARGUMENT,
-                   "a chunk ending at byte " + std::to_string(committed + size) +
-                       ", past the declared total of " + std::to_string(r.total));
     const char* p = chunk.data().data();
     std::uint64_t done = 0;
     while (done < size) {
