@@ -29,8 +29,10 @@
 //    (classification), prob_a and prob_b (with probability estimates), LIBSVM's model arrays;
 //    knn train and targets; linear weights (d x 1) and intercept; forest present_classes.
 //  * files in a library's own format, listed in native_files with their size and FNV-1a
-//    checksum: forest's XGBoost booster, booster.ubj (XGBoost's UBJSON model). LIBSVM's text
-//    format is not used: it prints support vectors with 8 significant digits.
+//    checksum: forest's booster.json, XGBoost's JSON model, whose tree shapes, child and feature
+//    indices and objective load_model checks before XGBoost reads it (XGBoost's readers trust
+//    their input). LIBSVM's text format is not used: it prints support vectors with 8
+//    significant digits.
 // Saving is atomic: the directory is written under a temporary name beside the destination,
 // flushed to disk and renamed into place; an existing destination is replaced only when it is
 // a dcalign-model directory itself (model.json and the files it lists, nothing else). Loading is

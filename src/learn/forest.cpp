@@ -56,6 +56,7 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -319,7 +320,8 @@ std::vector<double> Forest::predict_impl(const Matrix<double>& X) const {
   return out;
 }
 
-// ---- saving: the booster in XGBoost's own binary format (UBJSON), which keeps every float.
+// ---- saving: the booster in XGBoost's own JSON model, which keeps every float (shortest
+// round-trip digits), and which load_model checks before XGBoost reads it (forest_model.cpp).
 
 void Forest::save_state(detail::ModelState& s) const {
   s.options["threads"] = opt_.threads;
@@ -327,17 +329,26 @@ void Forest::save_state(detail::ModelState& s) const {
     std::vector<double> present(present_.begin(), present_.end());
     s.add("present_classes", detail::as_row(present));
   }
-  std::lock_guard<std::mutex> lock(predict_mutex_);  // the buffer is the booster's
-  bst_ulong len = 0;
-  const char* buf = nullptr;
-  check(XGBoosterSaveModelToBuffer(booster_.get(), "{\"format\": \"ubj\"}", &len, &buf),
-        "XGBoosterSaveModelToBuffer");
-  s.native.push_back({"booster", "xgboost-ubj", std::string(buf, buf + len)});
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(predict_mutex_);  // the buffer is the booster's
+    bst_ulong len = 0;
+    const char* buf = nullptr;
+    check(XGBoosterSaveModelToBuffer(booster_.get(), "{\"format\": \"json\"}", &len, &buf),
+          "XGBoosterSaveModelToBuffer");
+    text.assign(buf, buf + len);
+  }
+  try {  // what load_model would refuse is not saved
+    detail::checked_xgboost_model(text, num_features_, num_classes_, objective(num_classes_));
+  } catch (const std::invalid_argument& e) {
+    throw InvalidInput(std::string("forest.save: XGBoost's model of this forest ") + e.what());
+  }
+  s.native.push_back({"booster", "xgboost-json", std::move(text)});
 }
 
 void Forest::restore(detail::ModelReader& in) {
   const int classes = in.num_classes();
-  const std::string& bytes = in.native("booster", "xgboost-ubj");
+  const std::string& text = in.native("booster", "xgboost-json");
   present_.clear();
   if (classes > 0) {
     const Matrix<double>& p = in.f64("present_classes");
@@ -351,40 +362,29 @@ void Forest::restore(detail::ModelReader& in) {
       present_.push_back(p(0, c) == 1);
     }
   }
+  std::string checked;
+  try {
+    checked = detail::checked_xgboost_model(text, in.num_features(), classes, objective(classes));
+  } catch (const std::invalid_argument& e) {
+    in.fail_parameter("booster", e.what());
+  }
   std::lock_guard<std::mutex> lock(xgboost_lock());
   quiet_xgboost();
   BoosterHandle handle = nullptr;
   check(XGBoosterCreate(nullptr, 0, &handle), "XGBoosterCreate");
   BoosterPtr booster(handle);
-  const auto refuse = [&](const std::string& what) { in.fail_parameter("booster", what); };
-  if (XGBoosterLoadModelFromBuffer(handle, bytes.data(), static_cast<bst_ulong>(bytes.size())) != 0)
-    refuse(std::string("is not an XGBoost model XGBoost can read: ") + XGBGetLastError());
+  if (XGBoosterLoadModelFromBuffer(handle, checked.data(),
+                                   static_cast<bst_ulong>(checked.size())) != 0)
+    in.fail_parameter("booster", std::string("is refused by XGBoost: ") + XGBGetLastError());
   if (XGBoosterSetParam(handle, "nthread",
                         std::to_string(detail::resolve_threads(opt_.threads)).c_str()) != 0)
-    refuse(std::string("rejects nthread: ") + XGBGetLastError());
+    in.fail_parameter("booster", std::string("refuses nthread: ") + XGBGetLastError());
   bst_ulong features = 0;
   if (XGBoosterGetNumFeature(handle, &features) != 0 ||
       static_cast<index_t>(features) != in.num_features())
-    refuse("has " + std::to_string(features) +
-           " features; expected num_features = " + std::to_string(in.num_features()));
-  // The objective decides how predict reads the margins: it must be the one fit sets.
-  bst_ulong len = 0;
-  const char* config = nullptr;
-  if (XGBoosterSaveJsonConfig(handle, &len, &config) != 0)
-    refuse(std::string("has no configuration: ") + XGBGetLastError());
-  std::string found, groups;
-  try {
-    const auto j = detail::Json::parse(config, config + len);
-    found = j.at("learner").at("objective").at("name").get<std::string>();
-    groups = j.at("learner").at("learner_model_param").at("num_class").get<std::string>();
-  } catch (const detail::Json::exception&) {
-    refuse("has a configuration without learner.objective.name and num_class");
-  }
-  const std::string want_groups = std::to_string(classes > 2 ? classes : 0);
-  if (found != objective(classes) || groups != want_groups)
-    refuse("has the objective " + found + " with num_class " + groups + "; a forest of " +
-           std::to_string(classes) + " classes has " + objective(classes) + " with num_class " +
-           want_groups);
+    in.fail_parameter(
+        "booster", "has " + std::to_string(features) +
+                       " features; expected num_features = " + std::to_string(in.num_features()));
   booster_ = std::move(booster);
   set_trained(classes, in.num_features());
   info_ = in.fit_info();

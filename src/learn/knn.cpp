@@ -197,8 +197,8 @@ void Knn::restore(detail::ModelReader& in) {
   for (index_t i = 0; i < n && classes > 0; ++i) {
     const double c = targets[static_cast<size_t>(i)];
     if (!(c >= 0 && c < classes && c == std::floor(c)))
-      in.fail_parameter("targets", "has " + std::to_string(c) + " in row " + std::to_string(i) +
-                                       "; expected a class index in 0.." +
+      in.fail_parameter("targets", "has " + detail::number_text(c) + " in row " +
+                                       std::to_string(i) + "; expected a class index in 0.." +
                                        std::to_string(classes - 1));
   }
   set_training(X, targets);

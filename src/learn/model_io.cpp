@@ -40,7 +40,7 @@ constexpr index_t kMaxNativeBytes = index_t{1} << 32;
 
 // The libraries' own formats and their file extensions.
 const char* extension_of(const std::string& format) {
-  return format == "xgboost-ubj" ? "ubj" : nullptr;
+  return format == "xgboost-json" ? "json" : nullptr;
 }
 
 // FNV-1a, 64 bits: catches a truncated or damaged native file before the library parses it
@@ -91,8 +91,9 @@ void check_finite(const Matrix<T>& m, const std::string& what) {
   for (index_t j = 0; j < m.cols(); ++j)
     for (index_t i = 0; i < m.rows(); ++i)
       if (!std::isfinite(m(i, j)))
-        throw IoError(what + " has the non-finite value " + std::to_string(m(i, j)) + " at row " +
-                      std::to_string(i) + ", column " + std::to_string(j) + " (corrupt model)");
+        throw IoError(what + " has the non-finite value " + detail::number_text(m(i, j)) +
+                      " at row " + std::to_string(i) + ", column " + std::to_string(j) +
+                      " (corrupt model)");
 }
 
 Json fit_info_json(const FitInfo& f) {
@@ -156,6 +157,30 @@ std::string read_file(const fs::path& path, index_t expected_bytes) {
   return bytes;
 }
 
+// One parameter file: its header against model.json's shape and dtype, then its values.
+void read_parameter(const std::string& path, index_t rows, index_t cols, const std::string& w,
+                    detail::SavedArray& a) {
+  const NpyHeader h = read_npy_header(path);
+  if (h.shape.size() != 2 || h.shape[0] != rows || h.shape[1] != cols) {
+    std::string got;
+    for (index_t s : h.shape) got += (got.empty() ? "" : ", ") + std::to_string(s);
+    throw IoError("model file '" + path + "' has shape (" + got + ") but model.json's '" + w +
+                  "shape' says " + shape_text(rows, cols));
+  }
+  if ((h.dtype == DType::float32) != a.float32)
+    throw IoError(
+        "model file '" + path + "' holds " + (h.dtype == DType::float32 ? "float32" : "float64") +
+        " values but model.json's '" + w + "dtype' says " + (a.float32 ? "float32" : "float64"));
+  const std::string what = "model file '" + path + "'";
+  if (a.float32) {
+    a.f32 = read_npy_matrix<float>(path);
+    check_finite(a.f32, what);
+  } else {
+    a.f64 = read_npy_matrix<double>(path);
+    check_finite(a.f64, what);
+  }
+}
+
 // The "parameters" of model.json: each file read, its header and values checked.
 void read_parameters(const model_file::Reader& in, const Json& list, const fs::path& dir,
                      detail::ModelReader& out) {
@@ -180,26 +205,12 @@ void read_parameters(const model_file::Reader& in, const Json& list, const fs::p
       in.fail("key '" + w + "shape' must be [rows, columns], found " + shape.dump());
     const index_t rows = shape[0].get<index_t>(), cols = shape[1].get<index_t>();
     const std::string path = (dir / (name + ".npy")).string();
-    const NpyHeader h = read_npy_header(path);
-    const bool f32 = dtype == "float32";
-    if (h.shape.size() != 2 || h.shape[0] != rows || h.shape[1] != cols) {
-      std::string got;
-      for (index_t s : h.shape) got += (got.empty() ? "" : ", ") + std::to_string(s);
-      throw IoError("model file '" + path + "' has shape (" + got + ") but model.json's '" + w +
-                    "shape' says " + shape_text(rows, cols));
-    }
-    if ((h.dtype == DType::float32) != f32)
-      throw IoError("model file '" + path + "' holds " +
-                    (h.dtype == DType::float32 ? "float32" : "float64") +
-                    " values but model.json's '" + w + "dtype' says " + dtype);
-    detail::SavedArray a{name, f32, {}, {}};
-    const std::string what = "model file '" + path + "' (parameter '" + name + "')";
-    if (f32) {
-      a.f32 = read_npy_matrix<float>(path);
-      check_finite(a.f32, what);
-    } else {
-      a.f64 = read_npy_matrix<double>(path);
-      check_finite(a.f64, what);
+    detail::SavedArray a{name, dtype == "float32", {}, {}};
+    try {
+      read_parameter(path, rows, cols, w, a);
+    } catch (const IoError& err) {
+      throw IoError(std::string(err.what()) + " (parameter '" + name + "', listed in '" +
+                    in.file() + "' as '" + w.substr(0, w.size() - 1) + "')");
     }
     out.arrays.push_back(std::move(a));
   }
@@ -220,7 +231,7 @@ void read_natives(const model_file::Reader& in, const Json& list, const fs::path
       in.fail("key '" + w + "name' is \"" + name +
               "\"; expected a new name of letters, digits and '_'");
     const char* ext = extension_of(format);
-    if (!ext) in.fail("key '" + w + "format' is \"" + format + "\"; expected \"xgboost-ubj\"");
+    if (!ext) in.fail("key '" + w + "format' is \"" + format + "\"; expected \"xgboost-json\"");
     const std::string file = name + "." + ext;
     if (in.str(e, "file", w) != file) in.fail("key '" + w + "file' must be \"" + file + "\"");
     const index_t bytes = in.integer(e, "bytes", 0, w);
@@ -280,7 +291,8 @@ std::unique_ptr<Model> load(const std::string& dir) {
   read_natives(in, in.at(j, "native_files", ""), d, r);
   std::unique_ptr<Model> model = detail::restore_model(kind, r);
   for (const std::string& name : r.unused())
-    in.fail("lists the parameter '" + name + "', which a " + kind + " model does not have");
+    in.fail("lists the parameter '" + name + "', which a model of kind '" + kind +
+            "' does not have");
   if (!scaling.is_null())
     model = detail::scale_targets(std::move(model), static_cast<int>(features), mean, sd);
   return model;

@@ -4,6 +4,7 @@
 // restore function (the model table in model.cpp) reads a ModelReader, whose errors name the
 // file and the key. model_io.cpp does the files, the generic checks (shapes and dtypes against
 // model.json, finite values, checksums, no parameter left unread) and the atomic save.
+#include <cstdio>
 #include <memory>
 #include <set>
 #include <string>
@@ -109,11 +110,24 @@ class ModelReader {
   std::set<std::string> used_;
 };
 
+/// A value of a parameter in messages (all its digits).
+inline std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
 /// A vector as a saved parameter: one row.
 template <typename T>
 Matrix<T> as_row(const std::vector<T>& v) {
   return Matrix<T>(1, static_cast<index_t>(v.size()), v);
 }
+
+/// A saved forest's booster (XGBoost's JSON model) checked for `features` and `num_classes` with
+/// `objective` (forest_model.cpp), as the JSON XGBoost may read; std::invalid_argument saying
+/// what is wrong otherwise.
+std::string checked_xgboost_model(const std::string& text, index_t features, int num_classes,
+                                  const std::string& objective);
 
 // The restore functions of the model table: the model of that kind from a saved directory.
 std::unique_ptr<Model> restore_mlp(ModelReader& in);

@@ -258,13 +258,13 @@ void LibSvm::restore(detail::ModelReader& in) {
     std::vector<bool> seen(static_cast<size_t>(classes), false);
     for (index_t c = 0; c < k; ++c) {
       if (!whole(lab(0, c), 0, classes - 1) || seen[static_cast<size_t>(lab(0, c))])
-        in.fail_parameter("labels", "holds " + std::to_string(lab(0, c)) +
+        in.fail_parameter("labels", "holds " + detail::number_text(lab(0, c)) +
                                         "; expected distinct class indices in 0.." +
                                         std::to_string(classes - 1));
       seen[static_cast<size_t>(lab(0, c))] = true;
       if (!whole(nsv(0, c), 0, static_cast<double>(l)))
         in.fail_parameter(
-            "n_sv", "holds " + std::to_string(nsv(0, c)) + "; expected support-vector counts");
+            "n_sv", "holds " + detail::number_text(nsv(0, c)) + "; expected support-vector counts");
       labels.push_back(static_cast<int>(lab(0, c)));
       counts.push_back(static_cast<int>(nsv(0, c)));
       total += counts.back();

@@ -323,7 +323,7 @@ TEST_F(BadModel, MissingDirectoryOrFile) {
   expect_io([&] { load_model(tmp_.path("file")); }, {"file", "not a directory"});
   const std::string dir = saved("mlp");
   fs::remove(dir + "/b1.npy");
-  expect_io([&] { load_model(dir); }, {"b1.npy"});
+  expect_io([&] { load_model(dir); }, {"b1.npy", "parameter 'b1'", "parameters[3]"});
   fs::remove(dir + "/model.json");
   expect_io([&] { load_model(dir); }, {"model.json", "does not exist"});
 }
@@ -428,7 +428,7 @@ TEST_F(BadModel, ParametersThatDisagreeWithModelJson) {
     extra["file"] = "b9.npy";
     j["parameters"].push_back(extra);
   });
-  expect_io([&] { load_model(dir); }, {"model.json", "'b9'", "does not have"});
+  expect_io([&] { load_model(dir); }, {"model.json", "'b9'", "kind 'mlp' does not have"});
   reset();
   EXPECT_EQ(load_model(dir)->name(), "mlp");
 }
@@ -440,7 +440,8 @@ TEST_F(BadModel, NonFiniteParameter) {
     Matrix<float> w = read_npy_matrix<float>(dir + "/W1.npy");
     w(2, 3) = bad;
     write_npy(dir + "/W1.npy", w.view());
-    expect_io([&] { load_model(dir); }, {"W1.npy", "'W1'", "non-finite", "row 2, column 3"});
+    expect_io([&] { load_model(dir); },
+              {"W1.npy", "parameter 'W1'", "non-finite", "row 2, column 3"});
   }
   const std::string lin = tmp_.path("linear");
   {
@@ -467,20 +468,21 @@ std::string fnv1a64(const std::string& bytes) {
 
 TEST_F(BadModel, DamagedBooster) {
   const std::string dir = saved("forest");
-  const std::string json = slurp(dir + "/model.json"), booster = slurp(dir + "/booster.ubj");
+  const std::string json = slurp(dir + "/model.json"), booster = slurp(dir + "/booster.json");
   std::string flipped = booster;
   flipped[flipped.size() / 2] ^= 0x20;
-  spit(dir + "/booster.ubj", flipped);
-  expect_io([&] { load_model(dir); }, {"booster.ubj", "checksum", "native_files[0].fnv1a64"});
-  spit(dir + "/booster.ubj", booster.substr(0, 100));
-  expect_io([&] { load_model(dir); }, {"booster.ubj", "bytes"});
+  spit(dir + "/booster.json", flipped);
+  expect_io([&] { load_model(dir); }, {"booster.json", "checksum", "native_files[0].fnv1a64"});
+  spit(dir + "/booster.json", booster.substr(0, 100));
+  expect_io([&] { load_model(dir); }, {"booster.json", "bytes"});
   // Truncated with model.json to match: XGBoost itself refuses it.
   const std::string cut = booster.substr(0, booster.size() / 2);
+  spit(dir + "/booster.json", cut);
   edit_json(dir, [&](nlohmann::json& j) {
     j["native_files"][0]["bytes"] = cut.size();
     j["native_files"][0]["fnv1a64"] = fnv1a64(cut);
   });
-  expect_io([&] { load_model(dir); }, {"booster.ubj"});
+  expect_io([&] { load_model(dir); }, {"booster.json", "not valid JSON"});
   // A booster of another forest: a regression forest's objective under a classifier's header.
   spit(dir + "/model.json", json);
   {
@@ -490,13 +492,44 @@ TEST_F(BadModel, DamagedBooster) {
     m->fit(d.X, d.y, 0);
     m->save(tmp_.path("regression"));
   }
-  const std::string reg = slurp(tmp_.path("regression") + "/booster.ubj");
-  spit(dir + "/booster.ubj", reg);
+  const std::string reg = slurp(tmp_.path("regression") + "/booster.json");
+  spit(dir + "/booster.json", reg);
   edit_json(dir, [&](nlohmann::json& j) {
     j["native_files"][0]["bytes"] = reg.size();
     j["native_files"][0]["fnv1a64"] = fnv1a64(reg);
   });
-  expect_io([&] { load_model(dir); }, {"booster.ubj", "reg:squarederror", "multi:softprob"});
+  expect_io([&] { load_model(dir); }, {"booster.json", "num_class", "expected 4 and 3"});
+}
+
+// XGBoost's own readers trust their input (a truncated UBJSON model crashes XGBoost 1.7): every
+// truncation and damaged byte of the booster, with model.json's size and checksum made to
+// match, must be an IoError or a model that predicts, never a crash.
+TEST_F(BadModel, EveryDamagedBoosterIsAnIoErrorOrAModel) {
+  const std::string dir = saved("forest");
+  const std::string booster = slurp(dir + "/booster.json");
+  const Data fresh = blobs(10, 3, 2.0, 8, 4);
+  const auto attempt = [&](const std::string& bytes) {
+    spit(dir + "/booster.json", bytes);
+    edit_json(dir, [&](nlohmann::json& j) {
+      j["native_files"][0]["bytes"] = bytes.size();
+      j["native_files"][0]["fnv1a64"] = fnv1a64(bytes);
+    });
+    try {
+      const auto m = load_model(dir);
+      EXPECT_EQ(m->predict_proba(fresh.X).rows(), 10);
+    } catch (const IoError& e) {
+      EXPECT_NE(std::string(e.what()).find("booster.json"), std::string::npos) << e.what();
+    }
+  };
+  for (size_t n = 0; n < booster.size(); n += 1 + booster.size() / 300)
+    attempt(booster.substr(0, n));
+  Rng rng(3);
+  const std::string bytes = "0123456789-[]{},:\"e.x";
+  for (int t = 0; t < 500; ++t) {
+    std::string damaged = booster;
+    damaged[rng.below(damaged.size())] = bytes[rng.below(bytes.size())];
+    attempt(damaged);
+  }
 }
 
 TEST_F(BadModel, InconsistentSvmAndKnnArrays) {
