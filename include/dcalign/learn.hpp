@@ -13,6 +13,35 @@
 //    thread count): the same seed gives identical predictions.
 //
 // LibTorch, LIBSVM and XGBoost stay behind this header: including it needs none of them.
+//
+// Saved models (Model::save, load_model). A trained model is a directory:
+//  * model.json: {"format": "dcalign-model", "format_version": 1, "dcalign_version", "kind" (a
+//    make_model name), "num_classes", "num_features", "target_scaling" (null, or {"mean", "sd"}
+//    of ModelOptions::standardize_target in regression), "options" (exactly the options that
+//    prediction reads, per kind: mlp {device, threads, hidden_layers, float64}, logreg {device,
+//    threads}, svm {threads, gamma (the kernel's, resolved), probability}, knn {threads, k},
+//    forest {threads}, linear {}), "fit_info" (the FitInfo fields; null for NaN),
+//    "parameters" (a list of {"name", "file", "dtype", "shape"}) and "native_files" (a list of
+//    {"name", "file", "format", "bytes", "fnv1a64"})}.
+//  * one NumPy file <name>.npy per parameter, 2-D, in the model's own precision (a vector is one
+//    row), so that nothing is rounded: mlp and logreg W<l> (fan_in x fan_out) and b<l> (1 x
+//    fan_out); svm support_vectors (dense, one per row), sv_coef, rho, labels and n_sv
+//    (classification), prob_a and prob_b (with probability estimates), LIBSVM's model arrays;
+//    knn train and targets; linear weights (d x 1) and intercept; forest present_classes.
+//  * files in a library's own format, listed in native_files with their size and FNV-1a
+//    checksum: forest's booster.json, XGBoost's JSON model, whose tree shapes, child and feature
+//    indices and objective load_model checks before XGBoost reads it (XGBoost's readers trust
+//    their input). LIBSVM's text format is not used: it prints support vectors with 8
+//    significant digits.
+// Saving is atomic: the directory is written under a temporary name beside the destination,
+// flushed to disk and renamed into place; an existing destination is replaced only when it is
+// a dcalign-model directory itself (model.json and the files it lists, nothing else). Loading is
+// strict: a missing, truncated or corrupt file, a key missing or unknown, another
+// format_version, a shape or dtype that disagrees with model.json, parameters that disagree
+// with each other, or a NaN or infinity in a parameter is an IoError naming the file and the key
+// or parameter. A loaded model predicts exactly (bit for bit) as the saved one, on the same
+// device and thread count (saved in "options"); it can be refitted, with make_model's defaults
+// for the options that were not saved.
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -23,6 +52,11 @@
 #include "dcalign/matrix.hpp"
 
 namespace dcalign::learn {
+
+namespace detail {
+struct ModelState;
+struct ModelIo;
+}  // namespace detail
 
 /// Multi-layer perceptron, with scikit-learn's MLPClassifier / MLPRegressor semantics
 /// (solver="adam") and the paper's settings as defaults.
@@ -150,6 +184,10 @@ class Model {
   /// Trained parameters flattened in a fixed order (MLP and logreg weights and intercepts);
   /// empty for the non-parametric models. For reproducibility checks.
   virtual std::vector<double> parameters() const { return {}; }
+  /// Saves the fitted model as the directory `dir` (format at the top of this header).
+  /// Throws InvalidInput before fit, IoError when `dir` cannot be written or is something other
+  /// than a saved model (nothing at `dir` is changed then).
+  void save(const std::string& dir) const;
 
  protected:
   Model() = default;
@@ -158,9 +196,12 @@ class Model {
   virtual void fit_impl(const Matrix<double>& X, const std::vector<double>& y) = 0;
   virtual std::vector<double> predict_impl(const Matrix<double>& X) const = 0;
   virtual Matrix<double> predict_proba_impl(const Matrix<double>& X) const = 0;
-  /// For a model assembled from trained parameters instead of by fit() (FedAvg's central model):
-  /// sets what fit() sets and marks the model fitted.
+  /// For a model assembled from trained parameters instead of by fit() (FedAvg's central model,
+  /// a loaded one): sets what fit() sets and marks the model fitted.
   void set_trained(int num_classes, index_t num_features);
+  /// The model's part of its saved directory: the options prediction reads and the trained
+  /// parameters (src/learn/model_io.hpp). The default refuses (InvalidInput).
+  virtual void save_state(detail::ModelState& state) const;
   // Set by fit() before fit_impl() runs, so the hooks can read them.
   int num_classes_ = 0;
   index_t num_features_ = 0;
@@ -169,6 +210,7 @@ class Model {
  private:
   void check_predict_input(const Matrix<double>& X, const char* call) const;
   bool fitted_ = false;
+  friend struct detail::ModelIo;
 };
 
 /// "mlp", "logreg", "svm", "knn", "forest" or "linear" (ordinary least squares with an
@@ -178,6 +220,14 @@ std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& o
 /// The kinds make_model knows ("mlp", "logreg", "svm", "knn", "forest", "linear"), in that
 /// order.
 std::vector<std::string> model_names();
+
+/// The format_version that Model::save writes and load_model reads.
+constexpr int kSaveFormatVersion = 1;
+
+/// A model saved by Model::save (format at the top of this header), fitted and ready to
+/// predict. Throws IoError naming the file and the key for anything malformed, BackendError
+/// when its saved device is not available here.
+std::unique_ptr<Model> load_model(const std::string& dir);
 
 // ---------------------------------------------------------------------------------------------
 // Federated averaging (FedAvg; McMahan et al. 2017, as paper 002 section 3.3 runs it): the

@@ -78,6 +78,14 @@ class User {
 template <typename T>
 Matrix<T> apply_change_of_basis(const Matrix<T>& released, const Matrix<T>& G);
 
+/// Y F G: a user's new data Y (n x m), uncentred as X was released, mapped into the
+/// collaboration space with its secret basis F (m x l) and its change of basis G (l x l)
+/// (paper 001, eq. 9), the same products as User::map, for a basis held outside a User
+/// (`dcalign predict`).
+/// Throws InvalidInput when the shapes do not chain.
+template <typename T>
+Matrix<T> map_to_collaboration(const Matrix<T>& Y, const Matrix<T>& F, const Matrix<T>& G);
+
 /// The number format of a user's uplink (paper 001 Table 20, "Numerics"): what X~_i and A_i are
 /// sent as. fp64 and fp32 are IEEE doubles and floats; fp16 IEEE half precision; int8 one signed
 /// byte per value with one float32 scale per column (s_j = max_i |m_ij| / 127).

@@ -113,9 +113,9 @@ void add_client_command(CLI::App& app);
 
 /// Commands contributed by other layers (experiments, benchmarks) when they are built.
 void add_extra_commands(CLI::App& app);
-/// Runs a command that lives in an executable of its own (`dcalign experiment` in
-/// dcalign-experiment) when argv names one: true, with `status` set, if it could not be started
-/// (on success the process is replaced); false for every other command.
+/// Runs a command that lives in an executable of its own (`dcalign experiment` and `dcalign
+/// predict` in dcalign-experiment) when argv names one: true, with `status` set, if it could not be
+/// started (on success the process is replaced); false for every other command.
 bool forward_extra_command(int argc, char** argv, int& status);
 
 /// A report's JSON (report.to_json()) into `tmp`, the staged file of --report `shown`; IoError
@@ -132,6 +132,11 @@ void write_report(const std::string& tmp, const std::string& shown, const Report
 inline constexpr const char* kExperimentDescription =
     "Run a Data Collaboration experiment (TOML file)";
 void add_experiment_command(CLI::App& app);
+
+/// `dcalign predict` (dcalign-experiment, which links the learning layer): a user's h(Y F G).
+inline constexpr const char* kPredictDescription =
+    "Predict with a saved model on your own data: h(Y F G)";
+void add_predict_command(CLI::App& app);
 
 /// Parses argv with `app` and runs the chosen command. Errors print "dcalign: error: ..." and
 /// give status 1; usage errors (CLI11's and UsageError) give status 2.

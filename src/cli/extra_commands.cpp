@@ -1,9 +1,9 @@
 // Commands from layers that are optional at build time.
 //
-// `dcalign experiment` trains models, so it links the learning layer (LibTorch, LIBSVM) and the
-// data layer. It lives in an executable of its own, dcalign-experiment, installed next to
-// dcalign, which dcalign execs with its own arguments: every other command starts without
-// loading LibTorch.
+// `dcalign experiment` trains models and `dcalign predict` runs a saved one, so they link the
+// learning layer (LibTorch, LIBSVM, XGBoost) and the data layer. They live in an executable of
+// their own, dcalign-experiment, installed next to dcalign, which dcalign execs with its own
+// arguments: every other command starts without loading LibTorch.
 #include <unistd.h>
 
 #include <cerrno>
@@ -34,12 +34,14 @@ std::filesystem::path own_directory(const char* argv0) {
 
 bool forward_extra_command(int argc, char** argv, int& status) {
 #ifdef DCALIGN_HAVE_EXPERIMENT
-  if (argc > 1 && std::string_view(argv[1]) == "experiment") {
+  if (argc > 1 &&
+      (std::string_view(argv[1]) == "experiment" || std::string_view(argv[1]) == "predict")) {
     // argv is passed unchanged, so that usage and error messages read "dcalign experiment".
     const auto helper = own_directory(argv[0]) / "dcalign-experiment";
     ::execv(helper.c_str(), argv);
     std::cerr << "dcalign: error: cannot run " << helper.string() << " (" << std::strerror(errno)
-              << "); `dcalign experiment` needs dcalign-experiment installed next to dcalign\n";
+              << "); `dcalign " << argv[1]
+              << "` needs dcalign-experiment installed next to dcalign\n";
     status = 1;
     return true;
   }
@@ -53,9 +55,12 @@ bool forward_extra_command(int argc, char** argv, int& status) {
 
 void add_extra_commands(CLI::App& app) {
 #ifdef DCALIGN_HAVE_EXPERIMENT
-  // Listed for `dcalign --help`; forward_extra_command() runs it before parsing.
+  // Listed for `dcalign --help`; forward_extra_command() runs them before parsing.
   app.add_subcommand("experiment", kExperimentDescription)->allow_extras()->callback([] {
     throw InvalidInput("`experiment` must be the first argument of dcalign");
+  });
+  app.add_subcommand("predict", kPredictDescription)->allow_extras()->callback([] {
+    throw InvalidInput("`predict` must be the first argument of dcalign");
   });
 #else
   (void)app;

@@ -5,7 +5,6 @@
 #include "dcalign/aligner.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -24,11 +23,6 @@
 #include "core/model_file.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/polar.hpp"
-#include "io/staged_outputs.hpp"
-
-#ifndef DCALIGN_VERSION_STRING
-#define DCALIGN_VERSION_STRING "unknown"
-#endif
 
 namespace dcalign {
 namespace {
@@ -311,22 +305,10 @@ Enrolment<T> Aligner<T>::enroll(const Matrix<T>& A_new) const {
 template <typename T>
 void Aligner<T>::save(const std::string& dir) const {
   require_fitted("save");
-  const fs::path dest = model_dir(dir);
-  if (dest.empty() || dest.filename() == "." || dest.filename() == "..")
-    throw IoError("cannot save model to '" + dir + "': not a directory name");
-  fs::path parent = dest.parent_path();
-  if (parent.empty()) parent = ".";
-  std::error_code ec;
-  if (!fs::is_directory(parent, ec))
-    throw IoError("cannot save model to '" + dir + "': the directory '" + parent.string() +
-                  "' does not exist");
-  check_model_destination(dir);
-  const bool replace = fs::symlink_status(dest, ec).type() != fs::file_type::not_found;
-
   Json j;
   j["format"] = kFormatName;
   j["format_version"] = kModelFormatVersion;
-  j["dcalign_version"] = DCALIGN_VERSION_STRING;
+  j["dcalign_version"] = version_string();
   j["method"] = to_string(opts_.method);
   j["precision"] = precision_name<T>();
   j["anchor_rows"] = anchor_rows();
@@ -336,34 +318,12 @@ void Aligner<T>::save(const std::string& dir) const {
   j["rank_tolerance"] = rank_tolerance_;
   j["target"] = {{"file", kTargetFile}, {"shape", {anchor_rows(), dim()}}};
   j["options"] = options_json({opts_, explicit_target_, iterations_, converged_});
-
-  // The whole directory is written under a temporary name beside `dest`, then renamed.
-  const fs::path tmp = sibling(parent, dest.filename(), "tmp");
-  if (!fs::create_directory(tmp, ec))
-    throw IoError("cannot save model to '" + dir + "': cannot create the temporary directory '" +
-                  tmp.string() + "' (" + ec.message() + ")");
-  io::register_temporary(tmp.string(), true);
-  try {
-    const fs::path json_path = tmp / kJsonFile, target_path = tmp / kTargetFile;
-    {
-      std::ofstream f(json_path, std::ios::binary | std::ios::trunc);
-      f << j.dump(2) << "\n";
-      f.close();
-      if (!f) throw IoError("cannot write '" + json_path.string() + "'");
-    }
-    write_npy<T>(target_path.string(), target_.view());
-    fsync_path(json_path, false);
-    fsync_path(target_path, false);
-    fsync_path(tmp, true);
-    publish(tmp, dest, replace);
-    io::forget_temporary(tmp.string());
-    fsync_path(parent, true);
-  } catch (const Error& e) {
-    fs::remove_all(tmp, ec);
-    io::forget_temporary(tmp.string());
-    throw IoError("cannot save model to '" + dir + "': " + e.what() + " (nothing was changed at '" +
-                  dir + "')");
-  }
+  save_directory(
+      dir, kAlignerLayout, [](const Json&) { return std::vector<std::string>{kTargetFile}; },
+      [&](const fs::path& tmp) {
+        write_json(tmp / kJsonFile, j);
+        write_npy<T>((tmp / kTargetFile).string(), target_.view());
+      });
 }
 
 template <typename T>

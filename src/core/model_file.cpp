@@ -21,6 +21,7 @@
 
 #include "core/methods.hpp"
 #include "dcalign/polar.hpp"
+#include "io/staged_outputs.hpp"
 
 #ifndef DCALIGN_VERSION_STRING
 #define DCALIGN_VERSION_STRING "unknown"
@@ -68,82 +69,6 @@ std::string key_list(std::vector<std::string> keys) {
   for (const auto& k : keys) s += (s.empty() ? "" : ", ") + k;
   return "{" + s + "}";
 }
-
-/// Typed access to model.json with errors that name the file and the key.
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-  [[noreturn]] void fail(const std::string& what) const {
-    throw IoError("model file '" + file_ + "': " + what);
-  }
-  const Json& at(const Json& obj, const std::string& key, const std::string& where) const {
-    const auto it = obj.find(key);
-    if (it == obj.end()) fail("missing key '" + where + key + "'");
-    return *it;
-  }
-  std::string str(const Json& obj, const std::string& key, const std::string& where = "") const {
-    const Json& v = at(obj, key, where);
-    if (!v.is_string()) fail("key '" + where + key + "' must be a string, found " + v.dump());
-    return v.get<std::string>();
-  }
-  index_t integer(const Json& obj, const std::string& key, index_t min,
-                  const std::string& where = "") const {
-    const Json& v = at(obj, key, where);
-    const auto bad = [&] {
-      fail("key '" + where + key + "' must be an integer >= " + std::to_string(min) + ", found " +
-           v.dump());
-    };
-    if (!v.is_number_integer()) bad();
-    if (v.is_number_unsigned() &&
-        v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max()))
-      bad();
-    if (v.get<index_t>() < min) bad();
-    return v.get<index_t>();
-  }
-  std::uint64_t u64(const Json& obj, const std::string& key, const std::string& where = "") const {
-    const Json& v = at(obj, key, where);
-    if (!v.is_number_unsigned())
-      fail("key '" + where + key + "' must be a non-negative integer, found " + v.dump());
-    return v.get<std::uint64_t>();
-  }
-  double number(const Json& obj, const std::string& key, const std::string& where = "") const {
-    const Json& v = at(obj, key, where);
-    if (!v.is_number()) fail("key '" + where + key + "' must be a number, found " + v.dump());
-    return v.get<double>();
-  }
-  bool boolean(const Json& obj, const std::string& key, const std::string& where = "") const {
-    const Json& v = at(obj, key, where);
-    if (!v.is_boolean()) fail("key '" + where + key + "' must be true or false, found " + v.dump());
-    return v.get<bool>();
-  }
-  /// An enumeration through the library's parser, whose InvalidInput becomes an IoError here.
-  template <typename Parse>
-  auto choice(const Json& obj, const std::string& key, Parse parse,
-              const std::string& where = "") const {
-    const std::string s = str(obj, key, where);
-    try {
-      return parse(s);
-    } catch (const InvalidInput& e) {
-      fail("key '" + where + key + "': " + e.what());
-    }
-  }
-  void exact_keys(const Json& obj, const std::vector<std::string>& keys, const std::string& what,
-                  const std::string& hint = "") const {
-    if (!obj.is_object()) fail(what + " must be a JSON object");
-    for (const auto& k : keys)
-      if (!obj.contains(k))
-        fail(what + " lacks key '" + k + "' (expected exactly the keys " + key_list(keys) + ")" +
-             hint);
-    for (auto it = obj.begin(); it != obj.end(); ++it)
-      if (std::find(keys.begin(), keys.end(), it.key()) == keys.end())
-        fail(what + " has the unexpected key '" + it.key() + "' (expected exactly the keys " +
-             key_list(keys) + ")" + hint);
-  }
-  const std::string& file() const { return file_; }
-
- private:
-  std::string file_;
-};
 
 const std::vector<std::string> kTopKeys = {
     "format", "format_version", "dcalign_version", "method",         "precision", "anchor_rows",
@@ -249,19 +174,86 @@ const OptionCodec& option_codec(const std::string& key) {
 
 }  // namespace
 
+const Layout kAlignerLayout = {kFormatName, "model.json and target.npy", "target.npy"};
+
+const char* version_string() { return DCALIGN_VERSION_STRING; }
+
+void Reader::fail(const std::string& what) const {
+  throw IoError("model file '" + file_ + "': " + what);
+}
+
+const Json& Reader::at(const Json& obj, const std::string& key, const std::string& where) const {
+  const auto it = obj.find(key);
+  if (it == obj.end()) fail("missing key '" + where + key + "'");
+  return *it;
+}
+
+std::string Reader::str(const Json& obj, const std::string& key, const std::string& where) const {
+  const Json& v = at(obj, key, where);
+  if (!v.is_string()) fail("key '" + where + key + "' must be a string, found " + v.dump());
+  return v.get<std::string>();
+}
+
+index_t Reader::integer(const Json& obj, const std::string& key, index_t min,
+                        const std::string& where) const {
+  const Json& v = at(obj, key, where);
+  const auto bad = [&] {
+    fail("key '" + where + key + "' must be an integer >= " + std::to_string(min) + ", found " +
+         v.dump());
+  };
+  if (!v.is_number_integer()) bad();
+  if (v.is_number_unsigned() &&
+      v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<index_t>::max()))
+    bad();
+  if (v.get<index_t>() < min) bad();
+  return v.get<index_t>();
+}
+
+std::uint64_t Reader::u64(const Json& obj, const std::string& key, const std::string& where) const {
+  const Json& v = at(obj, key, where);
+  if (!v.is_number_unsigned())
+    fail("key '" + where + key + "' must be a non-negative integer, found " + v.dump());
+  return v.get<std::uint64_t>();
+}
+
+double Reader::number(const Json& obj, const std::string& key, const std::string& where) const {
+  const Json& v = at(obj, key, where);
+  if (!v.is_number()) fail("key '" + where + key + "' must be a number, found " + v.dump());
+  return v.get<double>();
+}
+
+bool Reader::boolean(const Json& obj, const std::string& key, const std::string& where) const {
+  const Json& v = at(obj, key, where);
+  if (!v.is_boolean()) fail("key '" + where + key + "' must be true or false, found " + v.dump());
+  return v.get<bool>();
+}
+
+void Reader::exact_keys(const Json& obj, const std::vector<std::string>& keys,
+                        const std::string& what, const std::string& hint) const {
+  if (!obj.is_object()) fail(what + " must be a JSON object");
+  for (const auto& k : keys)
+    if (!obj.contains(k))
+      fail(what + " lacks key '" + k + "' (expected exactly the keys " + key_list(keys) + ")" +
+           hint);
+  for (auto it = obj.begin(); it != obj.end(); ++it)
+    if (std::find(keys.begin(), keys.end(), it.key()) == keys.end())
+      fail(what + " has the unexpected key '" + it.key() + "' (expected exactly the keys " +
+           key_list(keys) + ")" + hint);
+}
+
 fs::path model_dir(const std::string& dir) {
   fs::path d(dir);
   if (!d.has_filename()) d = d.parent_path();  // "M/" names M
   return d;
 }
 
-Json read_model_json(const std::string& dir, const std::string& file) {
+Json read_model_json(const std::string& dir, const std::string& file, const Layout& layout) {
   const Reader in(file);
   std::error_code ec;
   if (!fs::is_regular_file(file, ec))
     throw IoError("cannot load model '" + dir + "': '" + file +
                   (fs::exists(file, ec) ? "' is not a regular file" : "' does not exist") +
-                  " (a model is a directory holding model.json and target.npy)");
+                  " (a model is a directory holding " + layout.holds + ")");
   std::ifstream f(file, std::ios::binary);
   if (!f)
     throw IoError("cannot load model '" + dir + "': cannot open '" + file + "' (" +
@@ -301,8 +293,8 @@ Json read_model_json(const std::string& dir, const std::string& file) {
   if (!duplicate.empty())
     in.fail("has the key '" + duplicate + "' twice in one object (a model has each key once)");
   if (!j.is_object()) in.fail("not a JSON object");
-  if (!j.contains("format") || j["format"] != kFormatName)
-    in.fail(std::string("not a dcalign model: expected \"format\": \"") + kFormatName + "\"");
+  if (!j.contains("format") || j["format"] != layout.format)
+    in.fail(std::string("not a dcalign model: expected \"format\": \"") + layout.format + "\"");
   return j;
 }
 
@@ -438,6 +430,92 @@ void publish(const fs::path& tmp, const fs::path& dest, bool replace) {
   fs::remove_all(old, ec);
 }
 
+void check_destination(const std::string& dir, const Layout& layout, const FilesOf& files_of) {
+  const fs::path dest = model_dir(dir);
+  const auto refuse = [&](const std::string& why) {
+    throw IoError("cannot save model to '" + dir + "': " + why +
+                  "; it is not a dcalign model directory, and only a dcalign model directory "
+                  "(model.json with \"format\": \"" +
+                  layout.format + "\", and " + layout.others + ", nothing else) is replaced. " +
+                  "Choose a new name or remove it yourself");
+  };
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dest, ec);
+  if (st.type() == fs::file_type::not_found) return;
+  if (st.type() == fs::file_type::symlink) refuse("it is a symbolic link");
+  if (st.type() != fs::file_type::directory) refuse("it exists and is not a directory");
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dest, ec)) {
+    names.push_back(e.path().filename().string());
+    if (!e.is_regular_file(ec) || e.is_symlink(ec))
+      refuse("its '" + names.back() + "' is not a regular file");
+  }
+  if (ec) refuse("it cannot be listed (" + ec.message() + ")");
+  if (!fs::exists(dest / kJsonFile, ec)) {
+    if (!names.empty()) refuse("it holds '" + names.front() + "', which is not part of a model");
+    refuse("it has no model.json");
+  }
+  Json j;
+  try {
+    j = read_model_json(dir, (dest / kJsonFile).string(), layout);
+  } catch (const IoError& e) {
+    refuse(std::string("it is not a dcalign model (") + e.what() + ")");
+  }
+  if (!j.contains("format_version") || !j["format_version"].is_number_integer())
+    refuse("its model.json has no integer \"format_version\"");
+  std::vector<std::string> files;
+  try {
+    files = files_of(j);
+  } catch (const Error& e) {
+    refuse(std::string("its model.json does not list its files (") + e.what() + ")");
+  }
+  for (const auto& name : names)
+    if (name != kJsonFile && std::find(files.begin(), files.end(), name) == files.end())
+      refuse("it holds '" + name + "', which is not part of a model");
+}
+
+void write_json(const fs::path& path, const Json& j) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << j.dump(2) << "\n";
+  f.close();
+  if (!f) throw IoError("cannot write '" + path.string() + "'");
+}
+
+void save_directory(const std::string& dir, const Layout& layout, const FilesOf& files_of,
+                    const std::function<void(const fs::path& tmp)>& write) {
+  const fs::path dest = model_dir(dir);
+  if (dest.empty() || dest.filename() == "." || dest.filename() == "..")
+    throw IoError("cannot save model to '" + dir + "': not a directory name");
+  fs::path parent = dest.parent_path();
+  if (parent.empty()) parent = ".";
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec))
+    throw IoError("cannot save model to '" + dir + "': the directory '" + parent.string() +
+                  "' does not exist");
+  check_destination(dir, layout, files_of);
+  const bool replace = fs::symlink_status(dest, ec).type() != fs::file_type::not_found;
+
+  // The whole directory is written under a temporary name beside `dest`, then renamed.
+  const fs::path tmp = sibling(parent, dest.filename(), "tmp");
+  if (!fs::create_directory(tmp, ec))
+    throw IoError("cannot save model to '" + dir + "': cannot create the temporary directory '" +
+                  tmp.string() + "' (" + ec.message() + ")");
+  io::register_temporary(tmp.string(), true);
+  try {
+    write(tmp);
+    for (const auto& e : fs::directory_iterator(tmp)) fsync_path(e.path(), false);
+    fsync_path(tmp, true);
+    publish(tmp, dest, replace);
+    io::forget_temporary(tmp.string());
+    fsync_path(parent, true);
+  } catch (const std::exception& e) {
+    fs::remove_all(tmp, ec);
+    io::forget_temporary(tmp.string());
+    throw IoError("cannot save model to '" + dir + "': " + e.what() + " (nothing was changed at '" +
+                  dir + "')");
+  }
+}
+
 }  // namespace model_file
 
 using namespace model_file;
@@ -445,36 +523,8 @@ using namespace model_file;
 ModelInfo read_model_info(const std::string& dir) { return parse_model(dir).info; }
 
 void check_model_destination(const std::string& dir) {
-  const fs::path dest = model_dir(dir);
-  const auto refuse = [&](const std::string& why) {
-    throw IoError("cannot save model to '" + dir + "': " + why +
-                  "; it is not a dcalign model directory, and only a dcalign model directory "
-                  "(model.json with \"format\": \"" +
-                  kFormatName + "\", and target.npy, nothing else) is replaced. Choose a new " +
-                  "name or remove it yourself");
-  };
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(dest, ec);
-  if (st.type() == fs::file_type::not_found) return;
-  if (st.type() == fs::file_type::symlink) refuse("it is a symbolic link");
-  if (st.type() != fs::file_type::directory) refuse("it exists and is not a directory");
-  for (const auto& e : fs::directory_iterator(dest, ec)) {
-    const std::string name = e.path().filename().string();
-    if (name != kJsonFile && name != kTargetFile)
-      refuse("it holds '" + name + "', which is not part of a model");
-    if (!e.is_regular_file(ec) || e.is_symlink(ec))
-      refuse("its '" + name + "' is not a regular file");
-  }
-  if (ec) refuse("it cannot be listed (" + ec.message() + ")");
-  if (!fs::exists(dest / kJsonFile, ec)) refuse("it has no model.json");
-  Json j;
-  try {
-    j = read_model_json(dir, (dest / kJsonFile).string());
-  } catch (const IoError& e) {
-    refuse(std::string("it is not a dcalign model (") + e.what() + ")");
-  }
-  if (!j.contains("format_version") || !j["format_version"].is_number_integer())
-    refuse("its model.json has no integer \"format_version\"");
+  check_destination(dir, kAlignerLayout,
+                    [](const Json&) { return std::vector<std::string>{kTargetFile}; });
 }
 
 }  // namespace dcalign

@@ -56,10 +56,12 @@
 #include <cstdio>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "learn/internal.hpp"
+#include "learn/model_io.hpp"
 
 namespace dcalign::learn {
 
@@ -116,15 +118,30 @@ std::mutex& xgboost_lock() {
   return m;
 }
 
+// Called under xgboost_lock().
+void quiet_xgboost() {
+  static std::once_flag quiet;
+  std::call_once(quiet,
+                 [] { check(XGBSetGlobalConfig("{\"verbosity\": 0}"), "XGBSetGlobalConfig"); });
+}
+
+const char* objective(int num_classes) {
+  return num_classes == 0   ? "reg:squarederror"
+         : num_classes == 2 ? "binary:logistic"
+                            : "multi:softprob";
+}
+
 class Forest final : public Model {
  public:
   explicit Forest(const ModelOptions& o) : opt_(o) {}
   std::string name() const override { return "forest"; }
+  void restore(detail::ModelReader& in);
 
  protected:
   void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override;
   std::vector<double> predict_impl(const Matrix<double>& X) const override;
   Matrix<double> predict_proba_impl(const Matrix<double>& X) const override;
+  void save_state(detail::ModelState& s) const override;
 
  private:
   // The forest's raw margins: n values (binary, regression) or n x K row-major (multi-class).
@@ -180,9 +197,7 @@ void Forest::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
   if (depth == 0 && !hist) depth = static_cast<int>(std::min<index_t>(n, index_t{1} << 30));
 
   std::lock_guard<std::mutex> lock(xgboost_lock());
-  static std::once_flag quiet;
-  std::call_once(quiet,
-                 [] { check(XGBSetGlobalConfig("{\"verbosity\": 0}"), "XGBSetGlobalConfig"); });
+  quiet_xgboost();
   // The booster learns the number of features from the matrices it is created with; it keeps
   // only a weak reference to them, so `train` may be freed after training.
   BoosterHandle handle = nullptr;
@@ -195,14 +210,8 @@ void Forest::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
                          XGBGetLastError());
   };
   set("booster", "gbtree");
-  if (num_classes_ == 0) {
-    set("objective", "reg:squarederror");
-  } else if (num_classes_ == 2) {
-    set("objective", "binary:logistic");
-  } else {
-    set("objective", "multi:softprob");
-    set("num_class", std::to_string(num_classes_));
-  }
+  set("objective", objective(num_classes_));
+  if (num_classes_ > 2) set("num_class", std::to_string(num_classes_));
   set("base_score", num(base_score));
   set("eta", "1");
   set("num_parallel_tree", std::to_string(o.n_estimators));
@@ -311,11 +320,91 @@ std::vector<double> Forest::predict_impl(const Matrix<double>& X) const {
   return out;
 }
 
+// ---- saving: the booster in XGBoost's own JSON model, which keeps every float (shortest
+// round-trip digits), and which load_model checks before XGBoost reads it (forest_model.cpp).
+
+void Forest::save_state(detail::ModelState& s) const {
+  s.options["threads"] = opt_.threads;
+  if (num_classes_ > 0) {
+    std::vector<double> present(present_.begin(), present_.end());
+    s.add("present_classes", detail::as_row(present));
+  }
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(predict_mutex_);  // the buffer is the booster's
+    bst_ulong len = 0;
+    const char* buf = nullptr;
+    check(XGBoosterSaveModelToBuffer(booster_.get(), "{\"format\": \"json\"}", &len, &buf),
+          "XGBoosterSaveModelToBuffer");
+    text.assign(buf, buf + len);
+  }
+  try {  // what load_model would refuse is not saved
+    detail::checked_xgboost_model(text, num_features_, num_classes_, objective(num_classes_));
+  } catch (const std::invalid_argument& e) {
+    throw InvalidInput(std::string("forest.save: XGBoost's model of this forest ") + e.what());
+  }
+  s.native.push_back({"booster", "xgboost-json", std::move(text)});
+}
+
+void Forest::restore(detail::ModelReader& in) {
+  const int classes = in.num_classes();
+  const std::string& text = in.native("booster", "xgboost-json");
+  present_.clear();
+  if (classes > 0) {
+    const Matrix<double>& p = in.f64("present_classes");
+    if (p.rows() != 1 || p.cols() != classes)
+      in.fail_parameter("present_classes", "is " + std::to_string(p.rows()) + " x " +
+                                               std::to_string(p.cols()) + "; expected 1 x " +
+                                               std::to_string(classes));
+    for (index_t c = 0; c < classes; ++c) {
+      if (p(0, c) != 0 && p(0, c) != 1)
+        in.fail_parameter("present_classes", "holds " + num(p(0, c)) + "; expected 0 or 1");
+      present_.push_back(p(0, c) == 1);
+    }
+  }
+  std::string checked;
+  try {
+    checked = detail::checked_xgboost_model(text, in.num_features(), classes, objective(classes));
+  } catch (const std::invalid_argument& e) {
+    in.fail_parameter("booster", e.what());
+  }
+  std::lock_guard<std::mutex> lock(xgboost_lock());
+  quiet_xgboost();
+  BoosterHandle handle = nullptr;
+  check(XGBoosterCreate(nullptr, 0, &handle), "XGBoosterCreate");
+  BoosterPtr booster(handle);
+  if (XGBoosterLoadModelFromBuffer(handle, checked.data(),
+                                   static_cast<bst_ulong>(checked.size())) != 0)
+    in.fail_parameter("booster", std::string("is refused by XGBoost: ") + XGBGetLastError());
+  if (XGBoosterSetParam(handle, "nthread",
+                        std::to_string(detail::resolve_threads(opt_.threads)).c_str()) != 0)
+    in.fail_parameter("booster", std::string("refuses nthread: ") + XGBGetLastError());
+  bst_ulong features = 0;
+  if (XGBoosterGetNumFeature(handle, &features) != 0 ||
+      static_cast<index_t>(features) != in.num_features())
+    in.fail_parameter(
+        "booster", "has " + std::to_string(features) +
+                       " features; expected num_features = " + std::to_string(in.num_features()));
+  booster_ = std::move(booster);
+  set_trained(classes, in.num_features());
+  info_ = in.fit_info();
+}
+
 }  // namespace
 
 namespace detail {
 std::unique_ptr<Model> make_forest(const ModelOptions& options) {
   return std::make_unique<Forest>(options);
+}
+
+std::unique_ptr<Model> restore_forest(ModelReader& in) {
+  const Json& o = in.options({"threads"});
+  ModelOptions options;
+  options.threads = in.threads(o);
+  in.check_options("forest", options);
+  auto model = std::make_unique<Forest>(options);
+  model->restore(in);
+  return model;
 }
 }  // namespace detail
 

@@ -9,11 +9,13 @@
 // each load of t_f. Neighbours are ranked by (distance, training index), so ties go to the
 // earlier training sample and results are deterministic under any thread count.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "learn/internal.hpp"
+#include "learn/model_io.hpp"
 
 namespace dcalign::learn {
 
@@ -26,6 +28,7 @@ class Knn final : public Model {
  public:
   explicit Knn(const ModelOptions& o) : opt_(o) {}
   std::string name() const override { return "knn"; }
+  void restore(detail::ModelReader& in);
 
  protected:
   void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override {
@@ -33,16 +36,27 @@ class Knn final : public Model {
       throw InvalidInput("knn.fit: k = " + std::to_string(opt_.knn.k) +
                          " neighbours need at least " + std::to_string(opt_.knn.k) +
                          " training samples; got " + std::to_string(X.rows()));
+    set_training(X, y);
+  }
+  std::vector<double> predict_impl(const Matrix<double>& X) const override;
+  Matrix<double> predict_proba_impl(const Matrix<double>& X) const override;
+  void save_state(detail::ModelState& s) const override {
+    s.options["threads"] = opt_.threads;
+    s.options["k"] = opt_.knn.k;
+    s.add("train", train_);
+    s.add("targets", Matrix<double>(train_.rows(), 1, y_));
+  }
+
+ private:
+  // The training set and the norms that rank the distances; fit and restore both end here.
+  void set_training(const Matrix<double>& X, const std::vector<double>& y) {
     train_ = X;
     y_ = y;
     norms_.assign(static_cast<size_t>(X.rows()), 0.0);
     for (index_t f = 0; f < X.cols(); ++f)
       for (index_t j = 0; j < X.rows(); ++j) norms_[static_cast<size_t>(j)] += X(j, f) * X(j, f);
   }
-  std::vector<double> predict_impl(const Matrix<double>& X) const override;
-  Matrix<double> predict_proba_impl(const Matrix<double>& X) const override;
 
- private:
   // Indices of the k nearest training samples of every query, nearest first (m x k, row-major).
   std::vector<index_t> neighbours(const Matrix<double>& Q) const;
 
@@ -163,11 +177,51 @@ Matrix<double> Knn::predict_proba_impl(const Matrix<double>& X) const {
   return proba;
 }
 
+void Knn::restore(detail::ModelReader& in) {
+  const Matrix<double>& X = in.f64("train");
+  const Matrix<double>& y = in.f64("targets");
+  const index_t n = X.rows(), k = opt_.knn.k;
+  const int classes = in.num_classes();
+  if (X.cols() != in.num_features())
+    in.fail_parameter("train",
+                      "has " + std::to_string(X.cols()) +
+                          " columns; expected num_features = " + std::to_string(in.num_features()));
+  if (n < k)
+    in.fail_parameter("train", "has " + std::to_string(n) +
+                                   " rows, fewer than k = " + std::to_string(k) + " neighbours");
+  if (y.rows() != n || y.cols() != 1)
+    in.fail_parameter("targets", "is " + std::to_string(y.rows()) + " x " +
+                                     std::to_string(y.cols()) + "; expected " + std::to_string(n) +
+                                     " x 1, one per row of train");
+  std::vector<double> targets(y.data(), y.data() + n);
+  for (index_t i = 0; i < n && classes > 0; ++i) {
+    const double c = targets[static_cast<size_t>(i)];
+    if (!(c >= 0 && c < classes && c == std::floor(c)))
+      in.fail_parameter("targets", "has " + detail::number_text(c) + " in row " +
+                                       std::to_string(i) + "; expected a class index in 0.." +
+                                       std::to_string(classes - 1));
+  }
+  set_training(X, targets);
+  set_trained(classes, in.num_features());
+  info_ = in.fit_info();
+}
+
 }  // namespace
 
 namespace detail {
 std::unique_ptr<Model> make_knn(const ModelOptions& options) {
   return std::make_unique<Knn>(options);
+}
+
+std::unique_ptr<Model> restore_knn(ModelReader& in) {
+  const Json& o = in.options({"threads", "k"});
+  ModelOptions options;
+  options.threads = in.threads(o);
+  options.knn.k = in.int_option(o, "k", 1);
+  in.check_options("knn", options);
+  auto model = std::make_unique<Knn>(options);
+  model->restore(in);
+  return model;
 }
 }  // namespace detail
 

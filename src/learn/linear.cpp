@@ -12,6 +12,7 @@
 
 #include "dcalign/error.hpp"
 #include "learn/internal.hpp"
+#include "learn/model_io.hpp"
 
 namespace dcalign::learn {
 namespace {
@@ -23,6 +24,21 @@ class LinearRegression final : public Model {
     std::vector<double> p(w_);
     p.push_back(b_);
     return p;
+  }
+  void restore(detail::ModelReader& in) {
+    const Matrix<double>& w = in.f64("weights");
+    const Matrix<double>& b = in.f64("intercept");
+    if (w.rows() != in.num_features() || w.cols() != 1)
+      in.fail_parameter("weights", "is " + std::to_string(w.rows()) + " x " +
+                                       std::to_string(w.cols()) + "; expected num_features x 1 = " +
+                                       std::to_string(in.num_features()) + " x 1");
+    if (b.rows() != 1 || b.cols() != 1)
+      in.fail_parameter("intercept", "is " + std::to_string(b.rows()) + " x " +
+                                         std::to_string(b.cols()) + "; expected 1 x 1");
+    w_.assign(w.data(), w.data() + w.rows());
+    b_ = b(0, 0);
+    set_trained(0, in.num_features());
+    info_ = in.fit_info();
   }
 
  protected:
@@ -76,6 +92,10 @@ class LinearRegression final : public Model {
   Matrix<double> predict_proba_impl(const Matrix<double>&) const override {
     throw InvalidInput("linear.predict_proba: a regression model has no class probabilities");
   }
+  void save_state(detail::ModelState& s) const override {
+    s.add("weights", Matrix<double>(static_cast<index_t>(w_.size()), 1, w_));
+    s.add("intercept", Matrix<double>(1, 1, {b_}));
+  }
 
  private:
   std::vector<double> w_;
@@ -88,6 +108,13 @@ namespace detail {
 
 std::unique_ptr<Model> make_linear(const ModelOptions&) {
   return std::make_unique<LinearRegression>();
+}
+
+std::unique_ptr<Model> restore_linear(ModelReader& in) {
+  in.options({});
+  auto model = std::make_unique<LinearRegression>();
+  model->restore(in);
+  return model;
 }
 
 }  // namespace detail

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "learn/internal.hpp"
+#include "learn/model_io.hpp"
 
 namespace dcalign::learn {
 
@@ -178,18 +179,28 @@ void check_forest(const ModelOptions& o) {
 
 void check_none(const ModelOptions&) {}
 
-// The model table: every kind make_model knows, its factory and its checks, in the order the
-// messages list them.
+// The model table: every kind make_model knows, its factory, its checks and how load_model
+// restores it, in the order the messages list them.
 struct ModelKind {
   const char* name;
   std::unique_ptr<Model> (*make)(const ModelOptions&);
   void (*check)(const ModelOptions&);
+  std::unique_ptr<Model> (*restore)(detail::ModelReader&);
 };
 constexpr ModelKind kModels[] = {
-    {"mlp", detail::make_mlp, check_mlp},          {"logreg", detail::make_logreg, check_logreg},
-    {"svm", detail::make_svm, check_svm},          {"knn", detail::make_knn, check_knn},
-    {"forest", detail::make_forest, check_forest}, {"linear", detail::make_linear, check_none},
+    {"mlp", detail::make_mlp, check_mlp, detail::restore_mlp},
+    {"logreg", detail::make_logreg, check_logreg, detail::restore_logreg},
+    {"svm", detail::make_svm, check_svm, detail::restore_svm},
+    {"knn", detail::make_knn, check_knn, detail::restore_knn},
+    {"forest", detail::make_forest, check_forest, detail::restore_forest},
+    {"linear", detail::make_linear, check_none, detail::restore_linear},
 };
+
+std::string kind_list() {
+  std::string list;
+  for (const auto& m : kModels) list += (list.empty() ? "" : ", ") + std::string(m.name);
+  return list;
+}
 
 const ModelKind* find_model(const std::string& kind) {
   for (const auto& m : kModels)
@@ -217,6 +228,13 @@ class TargetScaled final : public Model {
   std::vector<double> parameters() const override { return inner_->parameters(); }
 
  protected:
+  void save_state(detail::ModelState& state) const override {
+    detail::ModelIo::save_state(*inner_, state);
+    // In classification the wrapper passes everything through: nothing to record.
+    state.target_scaled = num_classes_ == 0;
+    state.target_mean = mean_;
+    state.target_sd = sd_;
+  }
   bool supports_regression() const override { return inner_->can_fit(0); }
   bool supports_classification() const override { return inner_->can_fit(2); }
   void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override {
@@ -313,9 +331,21 @@ std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& o
     std::unique_ptr<Model> model = m->make(options);
     return options.standardize_target ? detail::scale_targets(std::move(model)) : std::move(model);
   }
-  std::string list;
-  for (const auto& m : kModels) list += (list.empty() ? "" : ", ") + std::string(m.name);
-  throw InvalidInput("make_model: unknown model \"" + kind + "\"; expected one of " + list);
+  throw InvalidInput("make_model: unknown model \"" + kind + "\"; expected one of " + kind_list());
 }
+
+namespace detail {
+
+std::unique_ptr<Model> restore_model(const std::string& kind, ModelReader& in) {
+  const ModelKind* m = find_model(kind);
+  if (!m) in.fail("key 'kind' is \"" + kind + "\"; expected one of " + kind_list());
+  const int classes = in.num_classes();
+  if (!m->make(ModelOptions())->can_fit(classes))
+    in.fail("key 'num_classes' is " + std::to_string(classes) + ", but a " + kind + " model does " +
+            (classes == 0 ? "only classification" : "only regression"));
+  return m->restore(in);
+}
+
+}  // namespace detail
 
 }  // namespace dcalign::learn

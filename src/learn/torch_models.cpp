@@ -16,12 +16,13 @@
 
 #include "dcalign/random.hpp"
 #include "learn/internal.hpp"
+#include "learn/torch_internal.hpp"
 
 namespace dcalign::learn {
 
 bool cuda_available() { return torch::cuda::is_available(); }
 
-namespace {
+namespace torch_impl {
 
 torch::Device parse_device(const std::string& name, const std::string& model) {
   if (name == "cpu") return torch::Device(torch::kCPU);
@@ -68,26 +69,7 @@ std::vector<double> to_vector(const torch::Tensor& t) {
   return std::vector<double>(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
 }
 
-// Targets in the form the loss wants: class indices (int64, n) for K > 2, a float column
-// (n x 1) of 0/1 for K = 2 and of values for regression.
-torch::Tensor target_tensor(const std::vector<double>& y, int num_classes, torch::Dtype dtype,
-                            torch::Device device) {
-  auto host = torch::from_blob(const_cast<double*>(y.data()), {static_cast<int64_t>(y.size())},
-                               torch::kFloat64)
-                  .clone();
-  if (num_classes > 2) return host.to(device, torch::kInt64);
-  return host.reshape({-1, 1}).to(device, dtype);
-}
-
 int output_units(int num_classes) { return num_classes > 2 ? num_classes : 1; }
-
-// Mean data loss of a batch: cross-entropy (softmax or logistic) or half the squared error,
-// the loss functions of sklearn's MLP (log_loss, binary_log_loss, squared_loss).
-torch::Tensor data_loss(const torch::Tensor& out, const torch::Tensor& target, int num_classes) {
-  if (num_classes > 2) return torch::nn::functional::cross_entropy(out, target);
-  if (num_classes == 2) return torch::nn::functional::binary_cross_entropy_with_logits(out, target);
-  return 0.5 * torch::nn::functional::mse_loss(out, target);
-}
 
 torch::Tensor labels_from_output(const torch::Tensor& out, int num_classes) {
   if (num_classes > 2) return out.argmax(1);
@@ -101,40 +83,30 @@ torch::Tensor proba_from_output(const torch::Tensor& out, int num_classes) {
   return torch::cat({1 - p, p}, 1);
 }
 
-// Weights W_l (fan_in x fan_out) and intercepts b_l of a stack of affine layers.
-struct Layers {
-  std::vector<torch::Tensor> W, b;
+}  // namespace torch_impl
 
-  std::vector<torch::Tensor> all() const {
-    std::vector<torch::Tensor> p(W);
-    p.insert(p.end(), b.begin(), b.end());
-    return p;
-  }
-  // ReLU between layers, none after the last: the output is logits or regression values.
-  torch::Tensor forward(torch::Tensor h) const {
-    for (size_t l = 0; l < W.size(); ++l) {
-      h = torch::addmm(b[l], h, W[l]);
-      if (l + 1 < W.size()) h = torch::relu(h);
-    }
-    return h;
-  }
-  Layers clone() const {
-    Layers c;
-    for (const auto& w : W) c.W.push_back(w.detach().clone());
-    for (const auto& v : b) c.b.push_back(v.detach().clone());
-    return c;
-  }
-  std::vector<double> flat() const {
-    std::vector<double> out;
-    for (size_t l = 0; l < W.size(); ++l) {
-      for (const auto* t : {&W[l], &b[l]}) {
-        auto v = to_vector(t->detach());
-        out.insert(out.end(), v.begin(), v.end());
-      }
-    }
-    return out;
-  }
-};
+namespace {
+
+using namespace torch_impl;
+
+// Targets in the form the loss wants: class indices (int64, n) for K > 2, a float column
+// (n x 1) of 0/1 for K = 2 and of values for regression.
+torch::Tensor target_tensor(const std::vector<double>& y, int num_classes, torch::Dtype dtype,
+                            torch::Device device) {
+  auto host = torch::from_blob(const_cast<double*>(y.data()), {static_cast<int64_t>(y.size())},
+                               torch::kFloat64)
+                  .clone();
+  if (num_classes > 2) return host.to(device, torch::kInt64);
+  return host.reshape({-1, 1}).to(device, dtype);
+}
+
+// Mean data loss of a batch: cross-entropy (softmax or logistic) or half the squared error,
+// the loss functions of sklearn's MLP (log_loss, binary_log_loss, squared_loss).
+torch::Tensor data_loss(const torch::Tensor& out, const torch::Tensor& target, int num_classes) {
+  if (num_classes > 2) return torch::nn::functional::cross_entropy(out, target);
+  if (num_classes == 2) return torch::nn::functional::binary_cross_entropy_with_logits(out, target);
+  return 0.5 * torch::nn::functional::mse_loss(out, target);
+}
 
 // sklearn's (and Keras') Adam: its update differs from torch::optim::Adam in where epsilon
 // enters,
@@ -196,37 +168,6 @@ double train_epoch(const Layers& layers, std::vector<torch::Tensor>& params, Ada
   }
   return loss_sum.item<double>() / static_cast<double>(n_train);
 }
-
-// Base for the two LibTorch models: device, threads and prediction from a Layers stack.
-class TorchModel : public Model {
- public:
-  explicit TorchModel(const ModelOptions& o, const std::string& model)
-      : opt_(o), device_(parse_device(o.device, model)) {}
-
-  std::vector<double> parameters() const override { return layers_.flat(); }
-
- protected:
-  void use_threads() const { torch::set_num_threads(detail::resolve_threads(opt_.threads)); }
-
-  torch::Tensor output(const Matrix<double>& X) const {
-    use_threads();
-    torch::NoGradGuard no_grad;
-    return layers_.forward(to_tensor(X, dtype_, device_));
-  }
-  std::vector<double> predict_impl(const Matrix<double>& X) const override {
-    auto out = output(X);
-    if (num_classes_ == 0) return to_vector(out);
-    return to_vector(labels_from_output(out, num_classes_));
-  }
-  Matrix<double> predict_proba_impl(const Matrix<double>& X) const override {
-    return to_matrix(proba_from_output(output(X), num_classes_));
-  }
-
-  ModelOptions opt_;
-  torch::Device device_;
-  torch::Dtype dtype_ = torch::kFloat32;
-  Layers layers_;
-};
 
 // ---------------------------------------------------------------------------------------------
 

@@ -162,11 +162,17 @@ Matrix<T> apply_change_of_basis(const Matrix<T>& released, const Matrix<T>& G) {
   return multiply(released, G, "apply_change_of_basis");
 }
 
+template <typename T>
+Matrix<T> map_to_collaboration(const Matrix<T>& Y, const Matrix<T>& F, const Matrix<T>& G) {
+  return apply_change_of_basis(multiply(Y, F, "map_to_collaboration: Y F"), G);
+}
+
 #define DCALIGN_INSTANTIATE_USER(T)                                                  \
   template Matrix<T> make_anchor<T>(index_t, index_t, AnchorKind, std::uint64_t);    \
   template Matrix<T> top_right_singular_vectors<T>(const Matrix<T>&, index_t, bool); \
   template class User<T>;                                                            \
-  template Matrix<T> apply_change_of_basis<T>(const Matrix<T>&, const Matrix<T>&);
+  template Matrix<T> apply_change_of_basis<T>(const Matrix<T>&, const Matrix<T>&);   \
+  template Matrix<T> map_to_collaboration<T>(const Matrix<T>&, const Matrix<T>&, const Matrix<T>&);
 DCALIGN_INSTANTIATE_USER(float)
 DCALIGN_INSTANTIATE_USER(double)
 

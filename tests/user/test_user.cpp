@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "dcalign/align.hpp"
+#include "dcalign/random.hpp"
 #include "dcalign/user.hpp"
 #include "test_util.hpp"
 
@@ -90,6 +91,20 @@ TEST(User, ReleasesOnlyRepresentationsAndGuardsTheBasis) {
 
 // Algorithm 1 end to end under SameSpan-Orth: the same new sample mapped by any user with its
 // own F_i G_i lands on the same point (eq. 9), so one model h serves everyone.
+// dcalign predict's Y F G with the basis held outside a User: User::map's products, bit for bit;
+// shapes that do not chain are refused.
+TEST(User, MapToCollaborationIsUserMap) {
+  Rng rng(4);
+  User<double> u(random_normal<double>(30, 6, rng));
+  u.choose_secret_basis(3, Mixing::uniform, 9);
+  const Matrix<double> Y = random_normal<double>(8, 6, rng), G = random_normal<double>(3, 3, rng);
+  EXPECT_EQ(map_to_collaboration(Y, u.reveal_secret_basis(), G).values(), u.map(Y, G).values());
+  EXPECT_THROW(map_to_collaboration(random_normal<double>(8, 5, rng), u.reveal_secret_basis(), G),
+               InvalidInput);
+  EXPECT_THROW(map_to_collaboration(Y, u.reveal_secret_basis(), random_normal<double>(4, 4, rng)),
+               InvalidInput);
+}
+
 TEST(User, RoundTripMapsSharedSampleIdentically) {
   Rng rng(6);
   const index_t m = 15, l = 5, c = 4;
