@@ -9,7 +9,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
-#include <iterator>
+#include <limits>
+#include <set>
 
 #include "dcalign/npy.hpp"
 
@@ -419,11 +420,6 @@ const SavedArray& ModelReader::array(const std::string& name, bool float32) {
 
 const Matrix<double>& ModelReader::f64(const std::string& name) { return array(name, false).f64; }
 const Matrix<float>& ModelReader::f32(const std::string& name) { return array(name, true).f32; }
-
-bool ModelReader::has(const std::string& name) const {
-  return std::any_of(arrays.begin(), arrays.end(),
-                     [&](const SavedArray& a) { return a.name == name; });
-}
 
 const std::string& ModelReader::native(const std::string& name, const std::string& format) {
   for (const auto& n : natives)

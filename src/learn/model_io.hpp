@@ -49,7 +49,6 @@ struct ModelState {
 /// Model's protected hooks, for a model that saves another (TargetScaled) and for model_io.cpp.
 struct ModelIo {
   static void save_state(const Model& model, ModelState& state) { model.save_state(state); }
-  static bool fitted(const Model& model) { return model.fitted_; }
 };
 
 /// A saved model as load_model read it, for the restore functions: model.json's header values,
@@ -85,7 +84,6 @@ class ModelReader {
   /// other precision. Each parameter read is marked used.
   const Matrix<double>& f64(const std::string& name);
   const Matrix<float>& f32(const std::string& name);
-  bool has(const std::string& name) const;
   /// The bytes of the native file `name`, of `format` (size and checksum already checked).
   const std::string& native(const std::string& name, const std::string& format);
   /// IoError "model file 'DIR/<name>.npy': parameter '<name>' WHAT", for a parameter that
