@@ -68,7 +68,7 @@ libgmock-dev          lib
 libgrpc++-dev         host     gRPC:off
 libprotobuf-dev       host
 protobuf-compiler     tool
-# scripts/dev-cert.sh (the service's development certificate and its tests)
+# scripts/dev-cert.sh (a development certificate for the service, and its tests)
 openssl               tool
 protobuf-compiler-grpc tool
 libsqlite3-dev        host     SQLite3:off

@@ -33,6 +33,9 @@ NpyHeader read_npy_header(const std::string& path);
 template <typename T>
 Matrix<T> read_npy_matrix(const std::string& path);
 
+/// Reads a 1-D array of shape (n,) (labels, targets).
+template <typename T>
+std::vector<T> read_npy_vector(const std::string& path);
 /// Reads a 3-D array of shape (count, rows, cols).
 template <typename T>
 Stack<T> read_npy_stack(const std::string& path);

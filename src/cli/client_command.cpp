@@ -80,14 +80,13 @@ void write_private(const fs::path& p, const std::string& text) {
   fs::rename(tmp, p);
 }
 
+// Labels as an n x 1 matrix from a 1-D array (n,) or a 2-D array (n, 1).
 Matrix<double> labels_matrix(const std::string& path) {
-  Matrix<double> y = read_npy_matrix<double>(path);
-  if (y.cols() != 1 && y.rows() == 1) {
-    Matrix<double> t(y.cols(), 1);
-    std::copy(y.data(), y.data() + y.size(), t.data());
-    return t;
+  if (read_npy_header(path).shape.size() == 1) {
+    const std::vector<double> y = read_npy_vector<double>(path);
+    return Matrix<double>(static_cast<index_t>(y.size()), 1, y);
   }
-  return y;
+  return read_npy_matrix<double>(path);
 }
 
 struct UploadArgs {

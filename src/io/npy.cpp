@@ -386,6 +386,14 @@ Matrix<T> read_npy_matrix(const std::string& path) {
 }
 
 template <typename T>
+std::vector<T> read_npy_vector(const std::string& path) {
+  const OpenedFile f = open_array(path, 1, "read_npy_vector", "(n,)");
+  std::vector<T> v(static_cast<std::size_t>(f.file.header.shape[0]));
+  read_data(path, f, 1, f.file.header.shape[0], 1, v.data());
+  return v;
+}
+
+template <typename T>
 Stack<T> read_npy_stack(const std::string& path) {
   const OpenedFile f = open_array(path, 3, "read_npy_stack", "(count, rows, cols)");
   const std::vector<index_t>& shape = f.file.header.shape;
@@ -517,6 +525,8 @@ template void write_npy_stack_slice<float>(const std::string&, index_t, StackVie
 template void write_npy_stack_slice<double>(const std::string&, index_t, StackView<const double>);
 template Matrix<float> read_npy_matrix<float>(const std::string&);
 template Matrix<double> read_npy_matrix<double>(const std::string&);
+template std::vector<float> read_npy_vector<float>(const std::string&);
+template std::vector<double> read_npy_vector<double>(const std::string&);
 template Stack<float> read_npy_stack<float>(const std::string&);
 template Stack<double> read_npy_stack<double>(const std::string&);
 template void write_npy<float>(const std::string&, MatrixView<const float>);

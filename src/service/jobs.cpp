@@ -10,8 +10,10 @@
 #include "dcalign/backend.hpp"
 #include "dcalign/error.hpp"
 #include "dcalign/npy.hpp"
+#include "dcalign/user.hpp"
 #include "service/common.hpp"
 #include "service/state.hpp"
+#include "service/train.hpp"
 
 namespace dcalign::service {
 namespace {
@@ -78,16 +80,39 @@ std::string run_job(State& s, const std::string& id) {
   crash_point("job.align");
   auto [G, report] = float32 ? align_as<float>(anchors, opts, *backend)
                              : align_as<double>(anchors, opts, *backend);
-  const std::string report_json = report.to_json();
+  nlohmann::ordered_json report_json = nlohmann::ordered_json::parse(report.to_json());
 
   const fs::path dir = s.collaboration_dir(id);
   const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
   fs::create_directories(tmp);
+  if (spec.model() != "none") {
+    // h on the stacked X~_i G_i: every participant's data and labels, checked against each other.
+    std::vector<Matrix<double>> X, y;
+    for (int k = 0; k < spec.participants_size(); ++k) {
+      const std::string& p = spec.participants(k);
+      const auto data = s.store->part(id, p, v1::PART_DATA);
+      const auto labels = s.store->part(id, p, v1::PART_LABELS);
+      if (!data || !labels || !data->complete || !labels->complete)
+        throw Error("participant " + p + " has no complete data and labels");
+      if (data->rows != labels->rows)
+        throw InvalidInput("participant " + p + " uploaded " + std::to_string(data->rows) +
+                           " rows of data but " + std::to_string(labels->rows) + " labels");
+      const Matrix<double> Xt =
+          read_part(s.part_file(id, p, v1::PART_DATA, true), static_cast<index_t>(data->rows), l);
+      X.push_back(apply_change_of_basis(Xt, G[static_cast<std::size_t>(k)]));
+      y.push_back(read_part(s.part_file(id, p, v1::PART_LABELS, true),
+                            static_cast<index_t>(labels->rows), 1));
+    }
+    crash_point("job.train");
+    report_json["model"] = train_model(spec, X, y, tmp / kModelDir);
+  }
+  const std::string report_text = report_json.dump(2);
+
   for (int k = 0; k < spec.participants_size(); ++k) {
     const fs::path pdir = tmp / spec.participants(k);
     fs::create_directory(pdir);
     write_npy(pdir / "G.npy", G[static_cast<std::size_t>(k)].view());
-    write_file(pdir / "report.json", report_json);
+    write_file(pdir / "report.json", report_text);
     model_file::fsync_path(pdir / "G.npy", false);
     model_file::fsync_path(pdir / "report.json", false);
     model_file::fsync_path(pdir, true);
@@ -97,7 +122,7 @@ std::string run_job(State& s, const std::string& id) {
   model_file::publish(tmp, s.results_dir(id), fs::exists(s.results_dir(id)));
   model_file::fsync_path(dir, true);
   crash_point("job.publish");
-  return report_json;
+  return report_text;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 //   collaborations/<id>/uploads/<participant>/<part>.partial   an upload in progress
 //   collaborations/<id>/uploads/<participant>/<part>.f64       a verified part (raw float64)
 //   collaborations/<id>/results/<participant>/G.npy, report.json   published by one rename
+//   collaborations/<id>/results/_model/          the model h (every participant fetches it)
 //   collaborations/<id>/results.tmp.*            a job's results while they are written
 //   trash/                                       collaborations being deleted
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include "dcalign/user.hpp"
 #include "service/common.hpp"
 #include "service/state.hpp"
+#include "service/train.hpp"
 
 namespace dcalign::service {
 namespace {
@@ -62,10 +63,7 @@ void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit) {
     check_name("participant", p);
     require(names.insert(p).second, "participant '" + p + "' is named twice in spec.participants");
   }
-  require(spec.model() == "none",
-          "spec.model '" + spec.model() +
-              "' is not available: this server aligns only (expected \"none\")");
-  require(spec.num_classes() == 0, "spec.num_classes must be 0 when spec.model is \"none\"");
+  check_model_spec(spec);
   require(spec.max_rows() <= SpecLimits::kMaxRows,
           "spec.max_rows " + std::to_string(spec.max_rows()) +
               " is out of range: " + range(0, SpecLimits::kMaxRows));

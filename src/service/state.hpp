@@ -17,7 +17,10 @@
 namespace dcalign::service {
 
 namespace fs = std::filesystem;
-namespace v1 = ::dcalign::service::v1;
+
+/// The directory of the model h in a job's results (shared by the participants; a participant's
+/// name starts with a letter or digit, so it is never this).
+inline constexpr const char* kModelDir = "_model";
 
 /// The bounds a collaboration spec must keep (check_spec).
 struct SpecLimits {

@@ -64,6 +64,16 @@ std::pair<std::int64_t, std::int64_t> first_non_finite(const fs::path& p, std::u
   return {-1, -1};
 }
 
+// The first label that is not a class index 0..classes-1, as (row, value), or (-1, 0).
+std::pair<std::int64_t, double> first_bad_label(const fs::path& p, std::uint32_t classes) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) io_failure("cannot open", p);
+  double v = 0;
+  for (std::int64_t row = 0; in.read(reinterpret_cast<char*>(&v), sizeof v); ++row)
+    if (!(v >= 0 && v < classes && v == std::floor(v))) return {row, v};
+  return {-1, 0.0};
+}
+
 }  // namespace
 
 Status Service::Upload(ServerContext* ctx,
@@ -217,6 +227,17 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
                  "the " + what + " has a NaN or Inf at row " + std::to_string(row) + ", column " +
                      std::to_string(col) + "; the upload was discarded");
   }
+  v1::CollaborationSpec spec;
+  if (part == v1::PART_LABELS && s_.load_spec(id, &spec) && spec.num_classes() > 0) {
+    const auto [bad_row, value] = first_bad_label(file, spec.num_classes());
+    if (bad_row >= 0) {
+      discard();
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "label " + std::to_string(value) + " at row " + std::to_string(bad_row) +
+                       " is not a class index: expected a whole number from 0 to " +
+                       std::to_string(spec.num_classes() - 1) + "; the upload was discarded");
+    }
+  }
   const fs::path done = s_.part_file(id, me, part, true);
   if (::rename(file.c_str(), done.c_str()) != 0) io_failure("cannot rename", file);
   model_file::fsync_path(done.parent_path(), true);
@@ -240,13 +261,19 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
                    "no result to fetch: the job is " + job.state +
                        (job.error.empty() ? "" : " (" + job.error + ")"));
     const fs::path dir = s_.results_dir(id) / me;
-    std::vector<fs::path> files;
+    // (path on the server, name sent): the participant's own files, then the shared model h.
+    std::vector<std::pair<fs::path, std::string>> files;
     for (const auto& e : fs::recursive_directory_iterator(dir))
-      if (e.is_regular_file()) files.push_back(e.path());
+      if (e.is_regular_file())
+        files.emplace_back(e.path(), fs::relative(e.path(), dir).generic_string());
+    const fs::path model = s_.results_dir(id) / kModelDir;
+    if (fs::is_directory(model))
+      for (const auto& e : fs::recursive_directory_iterator(model))
+        if (e.is_regular_file())
+          files.emplace_back(e.path(), "model/" + fs::relative(e.path(), model).generic_string());
     std::sort(files.begin(), files.end());
     std::vector<char> buf(s_.opts.max_chunk_bytes);
-    for (const auto& f : files) {
-      const std::string rel = fs::relative(f, dir).generic_string();
+    for (const auto& [f, rel] : files) {
       const std::uint64_t size = fs::file_size(f);
       const std::string sum = sha256_file(f.string());
       std::ifstream in(f, std::ios::binary);

@@ -9,8 +9,6 @@
 
 namespace dcalign::service {
 
-namespace v1 = ::dcalign::service::v1;
-
 /// Why a message is refused: a gRPC status code (grpc::StatusCode's value) and the message.
 struct Refusal {
   int code = 0;

@@ -383,6 +383,22 @@ TEST_F(NpyTest, AcceptsUnpaddedHeaderWithOtherQuotingAndSpacing) {
   EXPECT_EQ(m(0, 1), 3.0);
 }
 
+TEST_F(NpyTest, ReadsVectorsAndRefusesOtherRanksAsVectors) {
+  const std::string v = WriteBytes("vec.npy", NpyFile(Dict("<f8", "(3,)"), F8Bytes({1.5, -2, 7})));
+  EXPECT_EQ(read_npy_vector<double>(v), (std::vector<double>{1.5, -2, 7}));
+  EXPECT_EQ(read_npy_vector<float>(v), (std::vector<float>{1.5f, -2.0f, 7.0f}));
+  const std::string f4 = WriteBytes("vec4.npy", NpyFile(Dict("<f4", "(2,)"), F4Bytes({0.25f, 3})));
+  EXPECT_EQ(read_npy_vector<double>(f4), (std::vector<double>{0.25, 3}));
+  const std::string m = WriteBytes("m2.npy", NpyFile(Dict("<f8", "(3, 1)"), F8Bytes({1, 2, 3})));
+  try {
+    (void)read_npy_vector<double>(m);
+    FAIL() << "a 2-D array read as a vector";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("expected a 1-D array"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)read_npy_matrix<double>(v), IoError);
+}
+
 TEST_F(NpyTest, HandBuiltVersion2And3Files) {
   for (const int major : {2, 3}) {
     const std::string path = WriteBytes("v" + std::to_string(major) + ".npy",
