@@ -250,6 +250,13 @@ TEST(Service, BadSpecsAreRefusedWithTheField) {
   refused([](auto& s) { (*s.mutable_options())["svd"] = "qr"; }, "qr");
   refused([](auto& s) { (*s.mutable_options())["tolerance"] = "1"; }, "unknown key 'tolerance'");
   refused([](auto& s) { s.clear_participants(); }, "spec.participants has 0 names");
+  // 10^8 rows of 8 float64 values: 6.4 GB, beyond the default part limit of 4 GiB.
+  refused(
+      [](auto& s) {
+        s.set_dim(8);
+        s.set_max_rows(100000000);
+      },
+      "exceeds the server's part limit of 4294967296 bytes");
   EXPECT_FALSE(fs::exists(dir.path / "data" / "collaborations") &&
                !fs::is_empty(dir.path / "data" / "collaborations"));
 }
@@ -320,6 +327,34 @@ TEST(Service, AFailedJobReportsItsErrorAndRunRetriesIt) {
   p1.upload(c.id, v1::PART_ANCHOR, random_matrix(40, 4, 2));
   analyst.run(c.id);
   EXPECT_EQ(wait_for_job(analyst, c.id), "done");
+}
+
+TEST(Service, UploadsBeyondTheServersLimitAreRefusedUntilOneEnds) {
+  TempDir dir;
+  auto o = test_options(dir.path / "data");
+  o.max_upload_streams = 1;
+  LiveServer server(o);
+  const auto c = create(server.port(), small_spec(2));
+  const Matrix<double> A = random_matrix(40, 4, 1);
+  const std::string bytes = matrix_bytes(A);
+  v1::UploadAck ack;
+  {
+    // p0's upload holds the one slot: its header is acknowledged, its chunks not yet sent.
+    RawUpload first(server.port(), c.tokens[0]);
+    ASSERT_TRUE(first.stream->Write(header(c.id, v1::PART_ANCHOR, 40, 4, bytes)));
+    ASSERT_TRUE(first.stream->Read(&ack));
+    auto p1 = client_for(server.port(), c.tokens[1]);
+    expect_rpc_error([&] { p1.upload(c.id, v1::PART_ANCHOR, A); }, StatusCode::RESOURCE_EXHAUSTED,
+                     "uploads in progress, its limit");
+    ASSERT_TRUE(first.stream->Write(chunk(0, bytes)));
+    while (first.stream->Read(&ack)) {
+    }
+    EXPECT_TRUE(first.finish().ok());
+  }
+  // The slot is free again.
+  client_for(server.port(), c.tokens[1]).upload(c.id, v1::PART_ANCHOR, A);
+  EXPECT_TRUE(
+      client_for(server.port(), c.tokens[1]).upload_offset(c.id, v1::PART_ANCHOR).complete());
 }
 
 TEST(Service, HealthAndOptions) {
