@@ -44,19 +44,6 @@ const char* extension_of(const std::string& format) {
   return format == "xgboost-json" ? "json" : nullptr;
 }
 
-// FNV-1a, 64 bits: catches a truncated or damaged native file before the library parses it
-// (not a defence against a deliberately forged one).
-std::string fnv1a64(const std::string& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (const unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 bool valid_name(const std::string& s) {
   if (s.empty() || s.size() > 64) return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
@@ -239,9 +226,9 @@ void read_natives(const model_file::Reader& in, const Json& list, const fs::path
     if (bytes > kMaxNativeBytes) in.fail("key '" + w + "bytes' is beyond 4 GiB");
     const std::string sum = in.str(e, "fnv1a64", w);
     std::string data = read_file(dir / file, bytes);
-    if (fnv1a64(data) != sum)
+    if (detail::fnv1a64(data) != sum)
       throw IoError("model file '" + (dir / file).string() + "' has the FNV-1a checksum " +
-                    fnv1a64(data) + " but model.json's '" + w + "fnv1a64' says " + sum +
+                    detail::fnv1a64(data) + " but model.json's '" + w + "fnv1a64' says " + sum +
                     " (damaged or replaced)");
     out.natives.push_back({name, format, std::move(data)});
     out.native_files.push_back((dir / file).string());
@@ -343,7 +330,7 @@ void Model::save(const std::string& dir) const {
                                  {"file", n.name + "." + extension_of(n.format)},
                                  {"format", n.format},
                                  {"bytes", n.bytes.size()},
-                                 {"fnv1a64", fnv1a64(n.bytes)}});
+                                 {"fnv1a64", detail::fnv1a64(n.bytes)}});
   model_file::save_directory(dir, kLayout, listed_files, [&](const fs::path& tmp) {
     model_file::write_json(tmp / kJsonFile, j);
     for (const auto& a : s.arrays) {
@@ -377,6 +364,17 @@ std::unique_ptr<Model> load_model(const std::string& dir) {
 }
 
 namespace detail {
+
+std::string fnv1a64(const std::string& bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 const Json& ModelReader::options(const std::vector<std::string>& keys) const {
   in_.exact_keys(options_json, keys, "'options'");

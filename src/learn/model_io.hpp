@@ -15,6 +15,10 @@
 
 namespace dcalign::learn::detail {
 
+/// FNV-1a, 64 bits, as 16 hex digits: catches a truncated or damaged native file before the
+/// library parses it (not a defence against a deliberately forged one).
+std::string fnv1a64(const std::string& bytes);
+
 using Json = model_file::Json;
 
 /// One parameter, written as <name>.npy in its own precision (f32 when float32, else f64).

@@ -20,6 +20,7 @@
 #include "dcalign/learn.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/random.hpp"
+#include "learn/model_io.hpp"
 #include "learn/toy_data.hpp"
 
 namespace dcalign::learn {
@@ -455,16 +456,7 @@ TEST_F(BadModel, NonFiniteParameter) {
   expect_io([&] { load_model(lin); }, {"intercept.npy", "non-finite"});
 }
 
-std::string fnv1a64(const std::string& bytes) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (const unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
+using detail::fnv1a64;
 
 TEST_F(BadModel, DamagedBooster) {
   const std::string dir = saved("forest");
