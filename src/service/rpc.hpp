@@ -99,6 +99,13 @@ class Service final : public v1::Analyst::Service {
         return error(StatusCode::FAILED_PRECONDITION,
                      "cannot run: these participants have not uploaded their release: " + names);
       }
+      JobRecord before = s_.store->job(id);
+      if (before.state == "failed") {
+        // A retry counts its interrupted attempts afresh (a failed job is never picked up, so
+        // this cannot race with the worker).
+        before.attempts = 0;
+        s_.store->set_job(id, before);
+      }
       if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
         log_event("info", "job_queued", {{"collaboration", id}, {"by", "analyst"}});
         s_.notify();
