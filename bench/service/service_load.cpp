@@ -3,18 +3,26 @@
 //
 // The server runs as a child process on 127.0.0.1 (--insecure-localhost, a fresh data directory,
 // --device cpu). Then, with --threads client threads:
+//   0. with --quiet-load, it first waits (at most --quiet-wait seconds, polling every 20 s) until
+//      the 1-minute load average of /proc/loadavg is below it; the JSON records the wait and the
+//      load averages at the start and the end;
 //   1. the analyst creates --collaborations collaborations of --participants participants each
-//      (ODC, l = --dim, a = --anchor-rows, alignment only);
-//   2. every participant uploads its anchor A_i (a x l float64) - collaboration after
-//      collaboration, the threads taking the next upload as they finish one - while the analyst
-//      polls GetStatus of every collaboration whose uploads are in, and as soon as a job is done
-//      its participants fetch their G_i (fetches go before further uploads);
+//      (ODC, l = --dim, a = --anchor-rows, spec.model = --model, spec.num_classes =
+//      --num-classes);
+//   2. every participant uploads its anchor A_i (a x l float64) and, when the spec has a model,
+//      its data X~_i (--data-rows x l) and labels (--data-rows x 1) - collaboration after
+//      collaboration, the threads taking the next participant as they finish one - while the
+//      analyst polls GetStatus of every collaboration whose uploads are in, and as soon as a job
+//      is done (aligned, and h fitted on the stacked X~_i G_i) its participants fetch their G_i
+//      and model/ (fetches go before further uploads);
 //   3. --e2e-repetitions times, one collaboration alone on the idle server, create -> uploads ->
-//      job done -> all fetches, each followed by dcalign::align on the same anchors in this
-//      process (Stack<double>, the server's AlignOptions: ODC, the spec's seed);
+//      job done -> all fetches, each followed by the same work in this process: dcalign::align
+//      (Stack<double>, the server's AlignOptions: ODC, the spec's seed) and, built with the
+//      learning layer, X~_i G_i stacked and learn::make_model(model, {seed, standardize_target =
+//      regression})->fit, as the server's job does (src/service/train.cpp);
 //   4. the server's peak RSS (VmHWM of /proc/<pid>/status) is read, then SIGTERM.
-// The data parts X~_i (--data-rows x l) are uploaded too when the server accepts them (a probe
-// collaboration asks; this server aligns only and refuses them: the JSON records its answer).
+// Labels: regression (--num-classes 0), y = X~_i w + 0.1 e with w and e from the seed;
+// classification, class indices 0..K-1 drawn uniformly from the seed.
 //
 // Output: a Markdown table on stdout, everything in --out (JSON, schema
 // dcalign-service-load/1). Progress on stderr. Exit status 0; 1 when some RPC failed or the
@@ -33,6 +41,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -51,6 +60,10 @@
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
 #include "service/client.hpp"
+#ifdef DCALIGN_BENCH_WITH_LEARN
+#include "dcalign/learn.hpp"
+#include "dcalign/user.hpp"
+#endif
 
 namespace {
 
@@ -79,7 +92,10 @@ struct Options {
   int poll_ms = 20;
   int e2e_poll_ms = 2;
   long long max_memory_mb = 4096;
-  std::string data_part = "auto";
+  std::string model = "linear";
+  int num_classes = 0;
+  double quiet_load = 0;  // 0: do not wait
+  double quiet_wait = 1500;
   unsigned long long seed = 20240601;
   std::string server = DCALIGN_SERVER_BINARY;
   std::string work_dir;
@@ -335,6 +351,8 @@ class ServerProcess {
 
 // ---------------------------------------------------------------- data
 
+bool trains(const Options& o) { return o.model != "none"; }
+
 /// The release of participant `p` of collaboration `k`: i.i.d. N(0, 1), a x l.
 Matrix<double> release_matrix(const Options& o, std::uint64_t k, std::uint64_t p, index_t rows,
                               std::uint64_t salt) {
@@ -344,6 +362,34 @@ Matrix<double> release_matrix(const Options& o, std::uint64_t k, std::uint64_t p
   Matrix<double> m(rows, o.dim);
   for (index_t i = 0; i < m.size(); ++i) m.data()[i] = d(gen);
   return m;
+}
+
+/// The labels of X~_i (rows x 1): regression, X w + 0.1 e (w fixed by the seed, e by the seed,
+/// k and p); classification, class indices drawn uniformly from 0..K-1.
+Matrix<double> labels_for(const Options& o, std::uint64_t k, std::uint64_t p,
+                          const Matrix<double>& X) {
+  std::seed_seq seq{static_cast<std::uint64_t>(o.seed), k, p, std::uint64_t{3}};
+  std::mt19937_64 gen(seq);
+  Matrix<double> y(X.rows(), 1);
+  if (o.num_classes > 0) {
+    std::uniform_int_distribution<int> d(0, o.num_classes - 1);
+    for (index_t r = 0; r < X.rows(); ++r) y(r, 0) = d(gen);
+    return y;
+  }
+  std::vector<double> w(static_cast<std::size_t>(X.cols()));
+  {
+    std::seed_seq wseq{static_cast<std::uint64_t>(o.seed), std::uint64_t{4}};
+    std::mt19937_64 wgen(wseq);
+    std::normal_distribution<double> d;
+    for (auto& x : w) x = d(wgen);
+  }
+  std::normal_distribution<double> noise;
+  for (index_t r = 0; r < X.rows(); ++r) {
+    double v = 0;
+    for (index_t c = 0; c < X.cols(); ++c) v += X(r, c) * w[static_cast<std::size_t>(c)];
+    y(r, 0) = v + 0.1 * noise(gen);
+  }
+  return y;
 }
 
 v1::CollaborationSpec spec_for(const Options& o, const std::string& name, int participants) {
@@ -356,7 +402,8 @@ v1::CollaborationSpec spec_for(const Options& o, const std::string& name, int pa
   s.mutable_anchor()->set_features(static_cast<std::uint64_t>(o.dim));
   s.mutable_anchor()->set_seed(o.seed);
   for (int i = 0; i < participants; ++i) s.add_participants("p" + std::to_string(i));
-  s.set_model("none");
+  s.set_model(o.model);
+  s.set_num_classes(static_cast<std::uint32_t>(o.num_classes));
   s.set_max_rows(static_cast<std::uint64_t>(o.data_rows));
   s.set_seed(o.seed);
   return s;
@@ -436,12 +483,15 @@ struct LoadResult {
 /// Uploads every part participant `p` of `c` sends; true if all went through.
 bool upload_release(const Options& o, int port, Recorder& rec, const std::string& id,
                     const std::string& token, const Matrix<double>& anchor,
-                    const Matrix<double>* data) {
+                    const Matrix<double>* data, const Matrix<double>* labels) {
   dcalign::service::Client client(client_options(o, port, token));
   if (!timed(rec, "Upload(anchor)", [&] { client.upload(id, v1::PART_ANCHOR, anchor); }))
     return false;
   if (data != nullptr &&
       !timed(rec, "Upload(data)", [&] { client.upload(id, v1::PART_DATA, *data); }))
+    return false;
+  if (labels != nullptr &&
+      !timed(rec, "Upload(labels)", [&] { client.upload(id, v1::PART_LABELS, *labels); }))
     return false;
   return true;
 }
@@ -453,35 +503,9 @@ bool fetch_result(const Options& o, int port, Recorder& rec, const std::string& 
   return timed(rec, "Fetch", [&] { client.fetch(id, dest.string()); });
 }
 
-/// Asks the server whether it takes a data part (X~_i): a one-participant collaboration, a
-/// 1 x l data upload, then the collaboration is deleted.
-json probe_data_part(const Options& o, int port, Recorder& rec) {
-  json j;
-  dcalign::service::Client analyst(client_options(o, port, kAnalystToken));
-  v1::CreateCollaborationResponse r;
-  try {
-    r = analyst.create(spec_for(o, "probe-data-part", 1));
-  } catch (const std::exception& e) {
-    rec.error("CreateCollaboration", e.what());
-    return {{"accepted", false}, {"server_answer", std::string("probe not created: ") + e.what()}};
-  }
-  dcalign::service::Client part(client_options(o, port, r.tokens(0).token()));
-  try {
-    part.upload(r.collaboration_id(), v1::PART_DATA, Matrix<double>(1, o.dim));
-    j = {{"accepted", true}, {"server_answer", "OK"}};
-  } catch (const std::exception& e) {
-    j = {{"accepted", false}, {"server_answer", e.what()}};
-  }
-  try {
-    analyst.delete_collaboration(r.collaboration_id());
-  } catch (const std::exception& e) {
-    rec.error("DeleteCollaboration", e.what());
-  }
-  return j;
-}
-
 json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::path& work,
-              bool with_data, long long* peak_rss_sampled) {
+              long long* peak_rss_sampled) {
+  const bool with_data = trains(o);
   const int N = o.collaborations, P = o.participants;
   const int port = server.port();
   std::vector<std::unique_ptr<Collab>> cs;
@@ -489,10 +513,11 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
 
   // The releases, generated before anything is timed.
   std::cerr << "generating " << N * P << " anchors of " << o.anchor_rows << " x " << o.dim
-            << (with_data ? " and data parts" : "") << "\n";
+            << (with_data ? ", data parts and labels" : "") << "\n";
   const double gen0 = now_s();
   std::vector<Matrix<double>> anchors(static_cast<std::size_t>(N * P));
   std::vector<Matrix<double>> datas(with_data ? static_cast<std::size_t>(N * P) : 0);
+  std::vector<Matrix<double>> labels(with_data ? static_cast<std::size_t>(N * P) : 0);
   {
     std::atomic<int> next{0};
     std::vector<std::thread> ts;
@@ -503,10 +528,14 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
           anchors[static_cast<std::size_t>(u)] =
               release_matrix(o, static_cast<std::uint64_t>(u / P),
                              static_cast<std::uint64_t>(u % P), o.anchor_rows, 1);
-          if (with_data)
+          if (with_data) {
             datas[static_cast<std::size_t>(u)] =
                 release_matrix(o, static_cast<std::uint64_t>(u / P),
                                static_cast<std::uint64_t>(u % P), o.data_rows, 2);
+            labels[static_cast<std::size_t>(u)] =
+                labels_for(o, static_cast<std::uint64_t>(u / P),
+                           static_cast<std::uint64_t>(u % P), datas[static_cast<std::size_t>(u)]);
+          }
         }
       });
     for (auto& t : ts) t.join();
@@ -588,14 +617,17 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
         const bool ok =
             upload_release(o, port, rec, c.id, c.tokens[static_cast<std::size_t>(u % P)],
                            anchors[static_cast<std::size_t>(u)],
-                           with_data ? &datas[static_cast<std::size_t>(u)] : nullptr);
+                           with_data ? &datas[static_cast<std::size_t>(u)] : nullptr,
+                           with_data ? &labels[static_cast<std::size_t>(u)] : nullptr);
         const double t1 = now_s();
         if (ok) {
           std::lock_guard<std::mutex> tl(time_mu);
           last_up = std::max(last_up, t1);
           upload_bytes += static_cast<long long>(anchors[static_cast<std::size_t>(u)].size() * 8);
           if (with_data)
-            upload_bytes += static_cast<long long>(datas[static_cast<std::size_t>(u)].size() * 8);
+            upload_bytes += static_cast<long long>(
+                (datas[static_cast<std::size_t>(u)].size() + labels[static_cast<std::size_t>(u)].size()) *
+                8);
         }
         {
           std::lock_guard<std::mutex> lock(c.mu);
@@ -668,7 +700,8 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
   // The server's own job times (its log, epoch seconds) against ours (now_s()).
   const double epoch_minus_now = epoch_s() - now_s();
   const auto jobs = job_times_from_log(server.log_path());
-  std::vector<double> job_seconds, align_seconds, e2e, upload_to_done, done_to_fetched;
+  std::vector<double> job_seconds, align_seconds, beyond_align, e2e, upload_to_done,
+      done_to_fetched;
   double first_started = 1e300, last_done = -1e300;
   int done = 0, done_after_last_upload = 0, uploads_ok = 0, fetches_ok = 0;
   for (auto& c : cs) {
@@ -681,6 +714,8 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
     double done_at = c->done_seen;  // now_s()
     if (it != jobs.end() && !std::isnan(it->second.done) && !std::isnan(it->second.started)) {
       job_seconds.push_back(it->second.done - it->second.started);
+      if (!std::isnan(c->align_seconds))
+        beyond_align.push_back(it->second.done - it->second.started - c->align_seconds);
       first_started = std::min(first_started, it->second.started - epoch_minus_now);
       done_at = it->second.done - epoch_minus_now;
     }
@@ -705,7 +740,7 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
   j["uploads"] = {
       {"ok", uploads_ok},
       {"expected", N * P},
-      {"parts_per_release", with_data ? 2 : 1},
+      {"parts_per_release", with_data ? 3 : 1},
       {"bytes", upload_bytes},
       {"window_seconds", upload_window},
       {"releases_per_second", upload_window > 0 ? uploads_ok / upload_window : std::nan("")},
@@ -725,6 +760,10 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
       {"jobs_per_busy_second", job_busy > 0 ? job_seconds.size() / job_busy : std::nan("")},
       {"job_seconds", summary(job_seconds)},
       {"align_report_total_seconds", summary(align_seconds)},
+      {"job_beyond_align_seconds", summary(beyond_align)},
+      {"job_beyond_align", "job_started -> job_done of the server's log less the alignment "
+                           "report's seconds.total: reading the parts, X~_i G_i, the fit of h, "
+                           "its save and score, writing and publishing the results"},
       {"last_upload_to_done_seconds", summary(upload_to_done)}};
   j["fetches"] = {{"ok", fetches_ok}, {"expected", N * P}};
   j["collaboration_e2e_seconds"] = summary(e2e);
@@ -741,6 +780,7 @@ struct SoloRun {
   double create = 0, uploads = 0, wait_done = 0, fetches = 0, total = 0;
   double job_seconds = std::nan(""), align_report_seconds = std::nan("");
   double in_process = std::nan(""), in_process_align_report = std::nan("");
+  double in_process_align = std::nan(""), in_process_train = std::nan("");
   std::string error;
 };
 
@@ -759,15 +799,18 @@ bool run_parallel(int n, int threads, F&& body) {
 }
 
 SoloRun run_solo(const Options& o, ServerProcess& server, Recorder& rec, const fs::path& work,
-                 int rep, bool with_data, dcalign::Backend& backend) {
+                 int rep, dcalign::Backend& backend) {
+  const bool with_data = trains(o);
   SoloRun r;
   const int P = o.participants, port = server.port();
   const std::uint64_t key = static_cast<std::uint64_t>(o.collaborations + rep);
-  std::vector<Matrix<double>> anchors, datas;
+  std::vector<Matrix<double>> anchors, datas, labels;
   for (int p = 0; p < P; ++p) {
     anchors.push_back(release_matrix(o, key, static_cast<std::uint64_t>(p), o.anchor_rows, 1));
-    if (with_data)
+    if (with_data) {
       datas.push_back(release_matrix(o, key, static_cast<std::uint64_t>(p), o.data_rows, 2));
+      labels.push_back(labels_for(o, key, static_cast<std::uint64_t>(p), datas.back()));
+    }
   }
   Recorder solo_rec;  // the solo runs' RPCs are not mixed into the load's latencies
   dcalign::service::Client analyst(client_options(o, port, kAnalystToken));
@@ -784,7 +827,8 @@ SoloRun run_solo(const Options& o, ServerProcess& server, Recorder& rec, const f
   const bool up_ok = run_parallel(P, o.threads, [&](int p) {
     return upload_release(o, port, solo_rec, id, created.tokens(p).token(),
                           anchors[static_cast<std::size_t>(p)],
-                          with_data ? &datas[static_cast<std::size_t>(p)] : nullptr);
+                          with_data ? &datas[static_cast<std::size_t>(p)] : nullptr,
+                          with_data ? &labels[static_cast<std::size_t>(p)] : nullptr);
   });
   r.uploads = since() - r.create;
   if (!up_ok) {
@@ -828,8 +872,37 @@ SoloRun run_solo(const Options& o, ServerProcess& server, Recorder& rec, const f
   const auto a0 = SteadyClock::now();
   const auto stack = dcalign::Stack<double>::from_matrices(anchors);
   const auto result = dcalign::align(stack, align_options_for(o), backend);
-  r.in_process = std::chrono::duration<double>(SteadyClock::now() - a0).count();
+  r.in_process_align = std::chrono::duration<double>(SteadyClock::now() - a0).count();
   r.in_process_align_report = result.report.total_seconds;
+#ifdef DCALIGN_BENCH_WITH_LEARN
+  // The same fit of h in this process (src/service/train.cpp: stacked X~_i G_i, the spec's
+  // seed, standardised targets in regression); its training score is not computed.
+  if (with_data) {
+    const auto t0_train = SteadyClock::now();
+    index_t rows = 0;
+    for (const auto& m : datas) rows += m.rows();
+    const index_t l = o.dim;
+    Matrix<double> all(rows, l);
+    std::vector<double> y;
+    y.reserve(static_cast<std::size_t>(rows));
+    index_t at = 0;
+    for (int p = 0; p < P; ++p) {
+      const auto i = static_cast<std::size_t>(p);
+      const Matrix<double> XG = dcalign::apply_change_of_basis(datas[i], result.G.matrix(p));
+      for (index_t c = 0; c < l; ++c)
+        for (index_t row = 0; row < XG.rows(); ++row) all(at + row, c) = XG(row, c);
+      at += XG.rows();
+      y.insert(y.end(), labels[i].data(), labels[i].data() + labels[i].rows());
+    }
+    dcalign::learn::ModelOptions mo;
+    mo.seed = o.seed;
+    mo.standardize_target = o.num_classes == 0;
+    auto model = dcalign::learn::make_model(o.model, mo);
+    model->fit(all, y, o.num_classes);
+    r.in_process_train = std::chrono::duration<double>(SteadyClock::now() - t0_train).count();
+  }
+#endif
+  r.in_process = std::chrono::duration<double>(SteadyClock::now() - a0).count();
   r.ok = true;
   for (const auto& [kind, v] : solo_rec.latency)
     for (double x : v) rec.add("solo " + kind, x);
@@ -854,8 +927,14 @@ std::string markdown(json r) {  // a copy: operator[] may add nulls
   const json& p = r["parameters"];
   const json& load = r["load"];
   md << "Load: " << p["collaborations"] << " collaborations x " << p["participants"]
-     << " participants, anchors " << p["anchor_rows"] << " x " << p["dim"] << " float64, "
-     << p["threads"] << " client threads; " << r["machine"]["cpu_model"].get<std::string>() << ", "
+     << " participants, anchors " << p["anchor_rows"] << " x " << p["dim"] << " float64";
+  if (p.value("model", std::string("none")) != "none")
+    md << " + X~_i " << p["data_rows"] << " x " << p["dim"] << " + labels " << p["data_rows"]
+       << " x 1, model " << p["model"].get<std::string>() << " (num_classes " << p["num_classes"]
+       << ")";
+  else
+    md << ", alignment only";
+  md << ", " << p["threads"] << " client threads; " << r["machine"]["cpu_model"].get<std::string>() << ", "
      << r["machine"]["logical_cpus"] << " logical CPUs (client and server share them).\n\n";
   md << "| measure | value |\n|---|---|\n";
   if (load.is_object()) {
@@ -874,7 +953,8 @@ std::string markdown(json r) {  // a copy: operator[] may add nulls
        << fmt(num(jb, "jobs_per_second_overall"), 1) << " jobs/s |\n";
     md << "| job worker, jobs per busy second | " << fmt(num(jb, "jobs_per_busy_second"), 1)
        << " (job p50 " << fmt(num(jb["job_seconds"], "p50") * 1e3, 1) << " ms, of which align() "
-       << fmt(num(jb["align_report_total_seconds"], "p50") * 1e3, 1) << " ms) |\n";
+       << fmt(num(jb["align_report_total_seconds"], "p50") * 1e3, 1) << " ms, the rest "
+       << fmt(num(jb["job_beyond_align_seconds"], "p50") * 1e3, 1) << " ms) |\n";
     md << "| server CPU time during the load | " << fmt(num(load, "server_cpu_seconds")) << " s in "
        << fmt(num(load, "load_phase_seconds")) << " s |\n";
     md << "| collaboration create -> all fetched, under load | p50 "
@@ -887,8 +967,8 @@ std::string markdown(json r) {  // a copy: operator[] may add nulls
   if (e.is_object() && e.contains("service_median_seconds")) {
     md << "| one collaboration alone, service (median of " << e["repetitions_ok"] << ") | "
        << fmt(num(e, "service_median_seconds") * 1e3, 1) << " ms |\n";
-    md << "| same alignment in process, dcalign::align (median) | "
-       << fmt(num(e, "in_process_median_seconds") * 1e3, 1) << " ms |\n";
+    md << "| same work in process (" << e.value("in_process_work", std::string("?"))
+       << ", median) | " << fmt(num(e, "in_process_median_seconds") * 1e3, 1) << " ms |\n";
     md << "| service / in process | " << fmt(num(e, "ratio"), 1)
        << "x (against align() alone: " << fmt(num(e, "ratio_vs_align_report"), 1) << "x) |\n";
   }
@@ -904,12 +984,13 @@ std::string markdown(json r) {  // a copy: operator[] may add nulls
        << fmt(num(ph, "server_job") * 1e3, 1) << ", its align() "
        << fmt(num(ph, "server_align_report") * 1e3, 1) << "), fetches "
        << fmt(num(ph, "fetches") * 1e3, 1) << "; in process align() "
-       << fmt(num(ph, "in_process_align_report") * 1e3, 1) << ".\n";
+       << fmt(num(ph, "in_process_align_report") * 1e3, 1) << " (with the stacking "
+       << fmt(num(ph, "in_process_align") * 1e3, 1) << "), fit of h "
+       << fmt(num(ph, "in_process_train") * 1e3, 1) << ".\n";
   }
-  if (r.contains("data_part"))
-    md << "\nData parts (X~_i): "
-       << (r["data_part"].value("accepted", false) ? "uploaded" : "not uploaded")
-       << " - the server's answer: " << r["data_part"].value("server_answer", "") << "\n";
+  md << "\nLoad average (1, 5, 15 min) at the start: "
+     << r["machine"].value("loadavg_at_start", std::string("?")) << "; at the end: "
+     << r["machine"].value("loadavg_at_end", std::string("?")) << "\n";
   md << "\nStatus: " << r["status"].get<std::string>() << "\n";
   return md.str();
 }
@@ -942,11 +1023,22 @@ int main(int argc, char** argv) {
   app.add_option("--dim", o.dim, "l, the dimension of every release")
       ->check(CLI::Range(1, 4096))
       ->capture_default_str();
-  app.add_option("--data-rows", o.data_rows, "rows of X~_i (uploaded only if the server takes it)")
+  app.add_option("--data-rows", o.data_rows, "rows of X~_i and its labels (with a model)")
       ->check(CLI::Range(1LL, 100000000LL))
       ->capture_default_str();
-  app.add_option("--data-part", o.data_part, "auto: upload X~_i if the server accepts it; off")
-      ->check(CLI::IsMember({"auto", "off"}))
+  app.add_option("--model", o.model,
+                 "spec.model: none (alignment only) or a learning-layer model (linear, logreg, "
+                 "knn, svm, forest, mlp); with one, X~_i and labels are uploaded too")
+      ->capture_default_str();
+  app.add_option("--num-classes", o.num_classes, "spec.num_classes: 0 regression, K >= 2 classes")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+  app.add_option("--quiet-load", o.quiet_load,
+                 "first wait until the 1-minute load average is below this (0: do not wait)")
+      ->check(CLI::Range(0.0, 1000.0))
+      ->capture_default_str();
+  app.add_option("--quiet-wait", o.quiet_wait, "seconds to wait for --quiet-load at most")
+      ->check(CLI::Range(0.0, 86400.0))
       ->capture_default_str();
   app.add_option("--threads", o.threads, "concurrent client threads")
       ->check(CLI::Range(1, 256))
@@ -974,7 +1066,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1LL, 1LL << 20))
       ->capture_default_str();
   app.add_option("--seed", o.seed, "releases and the alignment's seed")->capture_default_str();
-  app.add_option("--server", o.server, "the dcalign-server binary")->capture_default_str();
+  app.add_option("--server-binary,--server", o.server,
+                 "the dcalign-server binary (built with the learning layer to train)")
+      ->capture_default_str();
   app.add_option("--work-dir", o.work_dir,
                  "where the temporary data directory goes (default: TMPDIR)");
   app.add_option("--out", o.out, "the JSON results");
@@ -991,7 +1085,7 @@ int main(int argc, char** argv) {
   }
   const double release_bytes =
       static_cast<double>(o.anchor_rows) * o.dim * 8.0 +
-      (o.data_part == "auto" ? static_cast<double>(o.data_rows) * o.dim * 8.0 : 0.0);
+      (trains(o) ? static_cast<double>(o.data_rows) * (o.dim + 1) * 8.0 : 0.0);
   const double held = release_bytes * o.collaborations * o.participants;
   if (held > static_cast<double>(o.max_memory_mb) * 1048576.0) {
     std::cerr << "bm_service_load: the releases need " << held / 1048576.0
@@ -1000,6 +1094,34 @@ int main(int argc, char** argv) {
   }
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+
+  // A quiet machine first: the 1-minute load average below --quiet-load (polled every 20 s).
+  json quiet = {{"threshold", o.quiet_load}, {"max_wait_seconds", o.quiet_wait}};
+  if (o.quiet_load > 0) {
+    const auto w0 = SteadyClock::now();
+    const auto waited = [&] { return std::chrono::duration<double>(SteadyClock::now() - w0).count(); };
+    std::vector<std::string> samples;
+    for (;;) {
+      std::string load = read_text("/proc/loadavg");
+      while (!load.empty() && load.back() == '\n') load.pop_back();
+      const double one = std::atof(load.c_str());
+      samples.push_back(load);
+      if (one < o.quiet_load) {
+        quiet["reached"] = true;
+        break;
+      }
+      if (waited() + 20 > o.quiet_wait) {
+        quiet["reached"] = false;
+        std::cerr << "bm_service_load: the load average stayed at or above " << o.quiet_load
+                  << " for " << waited() << " s; measuring anyway (the JSON says so)\n";
+        break;
+      }
+      std::cerr << "waiting for a quiet machine: load " << load << "\n";
+      std::this_thread::sleep_for(std::chrono::seconds(20));
+    }
+    quiet["waited_seconds"] = waited();
+    quiet["samples"] = samples;
+  }
 
   g_start = SteadyClock::now();
   g_deadline = g_start + std::chrono::duration_cast<SteadyClock::duration>(
@@ -1014,7 +1136,12 @@ int main(int argc, char** argv) {
                      {"anchor_rows", o.anchor_rows},
                      {"dim", o.dim},
                      {"data_rows", o.data_rows},
-                     {"data_part", o.data_part},
+                     {"model", o.model},
+                     {"num_classes", o.num_classes},
+                     {"labels", trains(o) ? (o.num_classes == 0
+                                                 ? "X~_i w + 0.1 e, w and e N(0, 1) from the seed"
+                                                 : "class indices uniform on 0..K-1 from the seed")
+                                          : "none"},
                      {"threads", o.threads},
                      {"e2e_repetitions", o.e2e_repetitions},
                      {"max_seconds", o.max_seconds},
@@ -1026,6 +1153,7 @@ int main(int argc, char** argv) {
                      {"method", "odc"},
                      {"releases", "i.i.d. N(0, 1) float64, generated before the timing"}};
   r["machine"] = machine_info();
+  r["quiet_wait"] = quiet;
   r["versions"] = {{"dcalign", DCALIGN_VERSION},
                    {"build_type", DCALIGN_BUILD_TYPE},
                    {"grpc", grpc::Version()},
@@ -1048,23 +1176,9 @@ int main(int argc, char** argv) {
                    {"args", server.args()},
                    {"rss_after_start_bytes", server.status_bytes("VmRSS")}};
     std::cerr << "dcalign-server pid " << server.pid() << " on 127.0.0.1:" << server.port() << "\n";
-    const bool with_data = o.data_part == "auto" && [&] {
-      r["data_part"] = probe_data_part(o, server.port(), rec);
-      return r["data_part"].value("accepted", false);
-    }();
-    if (o.data_part == "off")
-      r["data_part"] = {{"accepted", false}, {"server_answer", "not asked (--data-part off)"}};
-    if (!with_data)
-      r["data_part"]["note"] =
-          "X~_i (" + std::to_string(o.data_rows) + " x " + std::to_string(o.dim) +
-          ") was not uploaded: this server aligns only (spec.model \"none\"); the data uploads "
-          "await the model-training part of the service";
-    rec.errors.clear();  // the probe's refusal is expected, not an error of the run
-    rec.error_samples.clear();
-
     long long rss_sampled = 0;
     const double cpu0 = server.cpu_seconds();
-    r["load"] = run_load(o, server, rec, work, with_data, &rss_sampled);
+    r["load"] = run_load(o, server, rec, work, &rss_sampled);
     r["load"]["server_cpu_seconds"] = server.cpu_seconds() - cpu0;
     std::cerr << "load phase done\n";
 
@@ -1072,9 +1186,10 @@ int main(int argc, char** argv) {
     auto backend = dcalign::make_backend(dcalign::Device::cpu);
     r["versions"]["blas"] = backend->description();
     std::vector<json> reps;
-    std::vector<double> svc, inproc, create, uploads, wait_done, fetches, job, align_srv, align_in;
+    std::vector<double> svc, inproc, create, uploads, wait_done, fetches, job, align_srv, align_in,
+        align_in_all, train_in;
     for (int rep = 0; rep < o.e2e_repetitions && !over_time(); ++rep) {
-      const SoloRun s = run_solo(o, server, rec, work, rep, with_data, *backend);
+      const SoloRun s = run_solo(o, server, rec, work, rep, *backend);
       reps.push_back({{"ok", s.ok},
                       {"error", s.error},
                       {"service_seconds", s.total},
@@ -1085,6 +1200,8 @@ int main(int argc, char** argv) {
                       {"server_job_seconds", s.job_seconds},
                       {"server_align_report_seconds", s.align_report_seconds},
                       {"in_process_seconds", s.in_process},
+                      {"in_process_align_seconds", s.in_process_align},
+                      {"in_process_train_seconds", s.in_process_train},
                       {"in_process_align_report_seconds", s.in_process_align_report}});
       if (!s.ok) {
         rec.error("e2e", s.error);
@@ -1101,6 +1218,8 @@ int main(int argc, char** argv) {
       if (!std::isnan(s.job_seconds)) job.push_back(s.job_seconds);
       if (!std::isnan(s.align_report_seconds)) align_srv.push_back(s.align_report_seconds);
       align_in.push_back(s.in_process_align_report);
+      align_in_all.push_back(s.in_process_align);
+      if (!std::isnan(s.in_process_train)) train_in.push_back(s.in_process_train);
     }
     json e = {{"repetitions", reps}, {"repetitions_ok", svc.size()}};
     if (!svc.empty()) {
@@ -1114,13 +1233,27 @@ int main(int argc, char** argv) {
                                     {"fetches", percentile(fetches, 0.5)},
                                     {"server_job", percentile(job, 0.5)},
                                     {"server_align_report", percentile(align_srv, 0.5)},
-                                    {"in_process_align_report", percentile(align_in, 0.5)}};
+                                    {"in_process_align_report", percentile(align_in, 0.5)},
+                                    {"in_process_align", percentile(align_in_all, 0.5)},
+                                    {"in_process_train", percentile(train_in, 0.5)}};
       e["service"] =
-          "create -> every participant's anchor upload (concurrently, --threads) -> "
-          "GetStatus every --e2e-poll-ms until done -> every participant's fetch";
+          "create -> every participant's uploads (anchor, and with a model data and labels; "
+          "participants concurrently, --threads) -> GetStatus every --e2e-poll-ms until done -> "
+          "every participant's fetch (G_i, report, and with a model model/)";
       e["in_process"] =
           "Stack<double>::from_matrices of the same anchors + dcalign::align "
-          "(ODC, the spec's seed, evaluate as the server) on a CPU backend";
+          "(ODC, the spec's seed, evaluate as the server) on a CPU backend"
+#ifdef DCALIGN_BENCH_WITH_LEARN
+          "; with a model, X~_i G_i stacked + learn::make_model(model, {seed, "
+          "standardize_target = regression})->fit as src/service/train.cpp (without its save "
+          "and training score)"
+#endif
+          ;
+#ifdef DCALIGN_BENCH_WITH_LEARN
+      e["in_process_work"] = trains(o) ? "align + fit of h" : "align";
+#else
+      e["in_process_work"] = trains(o) ? "align only: built without the learning layer" : "align";
+#endif
     }
     r["e2e"] = e;
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dcalign/error.hpp"
+#include "service/access.hpp"
 #include "service/common.hpp"
 #include "service/state.hpp"
 #include "service/upload_rules.hpp"
@@ -16,13 +17,6 @@ namespace dcalign::service::rpc {
 using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
-
-struct Caller {
-  bool analyst = false;
-  Principal who;  ///< a participant's collaboration and name
-};
-
-inline Status error(StatusCode code, const std::string& message) { return Status(code, message); }
 
 /// Runs `body`, turning dcalign's exceptions into statuses that keep their message.
 template <typename F>
@@ -39,13 +33,13 @@ Status guarded(const char* rpc, F&& body) {
 
 class Service final : public v1::Analyst::Service {
  public:
-  explicit Service(State& s) : s_(s) {}
+  explicit Service(State& s) : s_(s), access_(s) {}
 
   Status CreateCollaboration(ServerContext* ctx, const v1::CreateCollaborationRequest* req,
                              v1::CreateCollaborationResponse* resp) override {
     return guarded("CreateCollaboration", [&] {
       Caller c;
-      if (auto st = analyst_only(ctx, &c); !st.ok()) return st;
+      if (auto st = access_.analyst(ctx, &c); !st.ok()) return st;
       check_spec(req->spec(), s_.opts.max_part_bytes);
       const std::string id = new_collaboration_id();
       std::vector<std::pair<std::string, std::string>> rows;
@@ -70,7 +64,8 @@ class Service final : public v1::Analyst::Service {
     return guarded("ReissueToken", [&] {
       Caller c;
       v1::CollaborationSpec spec;
-      if (auto st = analyst_on(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+      if (auto st = access_.analyst_on(ctx, req->collaboration_id(), &c, &spec); !st.ok())
+        return st;
       check_name("participant", req->participant());
       const std::string token = new_token();
       if (!s_.store->replace_token(req->collaboration_id(), req->participant(), sha256_hex(token)))
@@ -89,7 +84,7 @@ class Service final : public v1::Analyst::Service {
       Caller c;
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
-      if (auto st = analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
+      if (auto st = access_.analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
       std::vector<std::string> missing;
       for (const auto& p : spec.participants())
         if (!s_.uploaded(id, spec, p)) missing.push_back(p);
@@ -121,7 +116,7 @@ class Service final : public v1::Analyst::Service {
       Caller c;
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
-      if (auto st = analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
+      if (auto st = access_.analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
       {
         std::lock_guard<std::mutex> lock(s_.mu);
         if (s_.running_job == id)
@@ -148,7 +143,7 @@ class Service final : public v1::Analyst::Service {
       Caller c;
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
-      if (auto st = member_of(ctx, id, &c, &spec); !st.ok()) return st;
+      if (auto st = access_.member_of(ctx, id, &c, &spec); !st.ok()) return st;
       *resp->mutable_spec() = spec;
       for (const auto& p : spec.participants()) {
         auto* ps = resp->add_participants();
@@ -178,7 +173,8 @@ class Service final : public v1::Analyst::Service {
     return guarded("GetUploadOffset", [&] {
       Caller c;
       v1::CollaborationSpec spec;
-      if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+      if (auto st = access_.participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok())
+        return st;
       if (auto st = part_allowed(spec, req->part()); !st.ok()) return st;
       if (auto r = s_.store->part(c.who.collaboration, c.who.participant, req->part())) {
         resp->set_committed(r->received);
@@ -197,7 +193,8 @@ class Service final : public v1::Analyst::Service {
     return guarded("DeleteRelease", [&] {
       Caller c;
       v1::CollaborationSpec spec;
-      if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+      if (auto st = access_.participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok())
+        return st;
       const auto& [id, me] = c.who;
       std::lock_guard<std::mutex> lock(s_.mu);
       const std::string state = s_.store->job(id).state;
@@ -221,86 +218,6 @@ class Service final : public v1::Analyst::Service {
                grpc::ServerWriter<v1::FetchChunk>* writer) override;
 
  private:
-  // ---- Authentication and authorisation.
-  Status authenticate(ServerContext* ctx, Caller* c) {
-    const auto& md = ctx->client_metadata();
-    const auto it = md.find("authorization");
-    if (it == md.end())
-      return error(StatusCode::UNAUTHENTICATED,
-                   "no token: send the metadata 'authorization: Bearer <token>'");
-    const std::string value(it->second.data(), it->second.size());
-    const std::string prefix = "Bearer ";
-    if (value.size() < prefix.size() + 16 || value.size() > prefix.size() + 256 ||
-        value.compare(0, prefix.size(), prefix) != 0)
-      return error(StatusCode::UNAUTHENTICATED,
-                   "malformed authorization: expected 'Bearer ' and a token of 16 to 256 "
-                   "characters");
-    const std::string token = value.substr(prefix.size());
-    for (char ch : token)
-      if (ch <= ' ' || ch > '~')
-        return error(StatusCode::UNAUTHENTICATED,
-                     "malformed token: expected printable ASCII characters without spaces");
-    const std::string hash = sha256_hex(token);
-    if (equal_constant_time(hash, s_.analyst_hash)) {
-      c->analyst = true;
-      return Status::OK;
-    }
-    if (auto p = s_.store->find_token(hash)) {
-      c->who = *p;
-      return Status::OK;
-    }
-    if (s_.store->token_revoked(hash))
-      return error(StatusCode::UNAUTHENTICATED,
-                   "the token was revoked: ask the analyst for the new one");
-    return error(StatusCode::UNAUTHENTICATED, "unknown token");
-  }
-
-  Status check_id(const std::string& id) {
-    if (!is_collaboration_id(id))
-      return error(StatusCode::INVALID_ARGUMENT,
-                   "collaboration_id is not a collaboration id: expected 'c' and 32 hex digits");
-    return Status::OK;
-  }
-
-  Status analyst_only(ServerContext* ctx, Caller* c) {
-    if (auto st = authenticate(ctx, c); !st.ok()) return st;
-    if (!c->analyst) return error(StatusCode::PERMISSION_DENIED, "only the analyst may call this");
-    return Status::OK;
-  }
-
-  Status found(const std::string& id, v1::CollaborationSpec* spec) {
-    if (!s_.load_spec(id, spec)) return error(StatusCode::NOT_FOUND, "no collaboration " + id);
-    return Status::OK;
-  }
-
-  Status analyst_on(ServerContext* ctx, const std::string& id, Caller* c,
-                    v1::CollaborationSpec* spec) {
-    if (auto st = analyst_only(ctx, c); !st.ok()) return st;
-    if (auto st = check_id(id); !st.ok()) return st;
-    return found(id, spec);
-  }
-
-  Status participant_of(ServerContext* ctx, const std::string& id, Caller* c,
-                        v1::CollaborationSpec* spec) {
-    if (auto st = authenticate(ctx, c); !st.ok()) return st;
-    if (c->analyst)
-      return error(StatusCode::PERMISSION_DENIED,
-                   "only a participant may call this (the analyst has no access to releases)");
-    if (auto st = check_id(id); !st.ok()) return st;
-    if (id != c->who.collaboration)
-      return error(StatusCode::PERMISSION_DENIED, "this token belongs to another collaboration");
-    return found(id, spec);
-  }
-
-  Status member_of(ServerContext* ctx, const std::string& id, Caller* c,
-                   v1::CollaborationSpec* spec) {
-    if (auto st = authenticate(ctx, c); !st.ok()) return st;
-    if (auto st = check_id(id); !st.ok()) return st;
-    if (!c->analyst && id != c->who.collaboration)
-      return error(StatusCode::PERMISSION_DENIED, "this token belongs to another collaboration");
-    return found(id, spec);
-  }
-
   Status part_allowed(const v1::CollaborationSpec& spec, int part) {
     if (auto r = check_part(spec, part)) return error(static_cast<StatusCode>(r->code), r->message);
     return Status::OK;
@@ -312,6 +229,7 @@ class Service final : public v1::Analyst::Service {
   Status finish_part(const Caller& c, int part, const PartRecord& r);
 
   State& s_;
+  Access access_;
 };
 
 }  // namespace dcalign::service::rpc

@@ -80,7 +80,7 @@ Status Service::Upload(ServerContext* ctx,
                        grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream) {
   return guarded("Upload", [&] {
     Caller c;
-    if (auto st = authenticate(ctx, &c); !st.ok()) return st;
+    if (auto st = access_.authenticate(ctx, &c); !st.ok()) return st;
     if (c.analyst)
       return error(StatusCode::PERMISSION_DENIED, "only a participant may upload a release");
     v1::UploadRequest first;
@@ -91,7 +91,7 @@ Status Service::Upload(ServerContext* ctx,
                    "the first message of an upload must be its header");
     const v1::UploadHeader& h = first.header();
     v1::CollaborationSpec spec;
-    if (auto st = participant_of(ctx, h.collaboration_id(), &c, &spec); !st.ok()) return st;
+    if (auto st = access_.participant_of(ctx, h.collaboration_id(), &c, &spec); !st.ok()) return st;
 
     // The declared shape, against the collaboration's bounds, before anything is allocated.
     if (auto r = check_header(spec, h, s_.opts.max_part_bytes))
@@ -253,7 +253,8 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
   return guarded("Fetch", [&] {
     Caller c;
     v1::CollaborationSpec spec;
-    if (auto st = participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok()) return st;
+    if (auto st = access_.participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok())
+      return st;
     const auto& [id, me] = c.who;
     const JobRecord job = s_.store->job(id);
     if (job.state != "done")
