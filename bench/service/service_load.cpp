@@ -533,8 +533,8 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
                 release_matrix(o, static_cast<std::uint64_t>(u / P),
                                static_cast<std::uint64_t>(u % P), o.data_rows, 2);
             labels[static_cast<std::size_t>(u)] =
-                labels_for(o, static_cast<std::uint64_t>(u / P),
-                           static_cast<std::uint64_t>(u % P), datas[static_cast<std::size_t>(u)]);
+                labels_for(o, static_cast<std::uint64_t>(u / P), static_cast<std::uint64_t>(u % P),
+                           datas[static_cast<std::size_t>(u)]);
           }
         }
       });
@@ -625,9 +625,9 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
           last_up = std::max(last_up, t1);
           upload_bytes += static_cast<long long>(anchors[static_cast<std::size_t>(u)].size() * 8);
           if (with_data)
-            upload_bytes += static_cast<long long>(
-                (datas[static_cast<std::size_t>(u)].size() + labels[static_cast<std::size_t>(u)].size()) *
-                8);
+            upload_bytes += static_cast<long long>((datas[static_cast<std::size_t>(u)].size() +
+                                                    labels[static_cast<std::size_t>(u)].size()) *
+                                                   8);
         }
         {
           std::lock_guard<std::mutex> lock(c.mu);
@@ -761,9 +761,10 @@ json run_load(const Options& o, ServerProcess& server, Recorder& rec, const fs::
       {"job_seconds", summary(job_seconds)},
       {"align_report_total_seconds", summary(align_seconds)},
       {"job_beyond_align_seconds", summary(beyond_align)},
-      {"job_beyond_align", "job_started -> job_done of the server's log less the alignment "
-                           "report's seconds.total: reading the parts, X~_i G_i, the fit of h, "
-                           "its save and score, writing and publishing the results"},
+      {"job_beyond_align",
+       "job_started -> job_done of the server's log less the alignment "
+       "report's seconds.total: reading the parts, X~_i G_i, the fit of h, "
+       "its save and score, writing and publishing the results"},
       {"last_upload_to_done_seconds", summary(upload_to_done)}};
   j["fetches"] = {{"ok", fetches_ok}, {"expected", N * P}};
   j["collaboration_e2e_seconds"] = summary(e2e);
@@ -934,8 +935,8 @@ std::string markdown(json r) {  // a copy: operator[] may add nulls
        << ")";
   else
     md << ", alignment only";
-  md << ", " << p["threads"] << " client threads; " << r["machine"]["cpu_model"].get<std::string>() << ", "
-     << r["machine"]["logical_cpus"] << " logical CPUs (client and server share them).\n\n";
+  md << ", " << p["threads"] << " client threads; " << r["machine"]["cpu_model"].get<std::string>()
+     << ", " << r["machine"]["logical_cpus"] << " logical CPUs (client and server share them).\n\n";
   md << "| measure | value |\n|---|---|\n";
   if (load.is_object()) {
     const json& u = load["uploads"];
@@ -989,8 +990,8 @@ std::string markdown(json r) {  // a copy: operator[] may add nulls
        << fmt(num(ph, "in_process_train") * 1e3, 1) << ".\n";
   }
   md << "\nLoad average (1, 5, 15 min) at the start: "
-     << r["machine"].value("loadavg_at_start", std::string("?")) << "; at the end: "
-     << r["machine"].value("loadavg_at_end", std::string("?")) << "\n";
+     << r["machine"].value("loadavg_at_start", std::string("?"))
+     << "; at the end: " << r["machine"].value("loadavg_at_end", std::string("?")) << "\n";
   md << "\nStatus: " << r["status"].get<std::string>() << "\n";
   return md.str();
 }
@@ -1099,7 +1100,9 @@ int main(int argc, char** argv) {
   json quiet = {{"threshold", o.quiet_load}, {"max_wait_seconds", o.quiet_wait}};
   if (o.quiet_load > 0) {
     const auto w0 = SteadyClock::now();
-    const auto waited = [&] { return std::chrono::duration<double>(SteadyClock::now() - w0).count(); };
+    const auto waited = [&] {
+      return std::chrono::duration<double>(SteadyClock::now() - w0).count();
+    };
     std::vector<std::string> samples;
     for (;;) {
       std::string load = read_text("/proc/loadavg");
@@ -1131,27 +1134,27 @@ int main(int argc, char** argv) {
   r["schema"] = "dcalign-service-load/1";
   r["command"] = command;
   r["started_epoch"] = started_epoch;
-  r["parameters"] = {{"collaborations", o.collaborations},
-                     {"participants", o.participants},
-                     {"anchor_rows", o.anchor_rows},
-                     {"dim", o.dim},
-                     {"data_rows", o.data_rows},
-                     {"model", o.model},
-                     {"num_classes", o.num_classes},
-                     {"labels", trains(o) ? (o.num_classes == 0
-                                                 ? "X~_i w + 0.1 e, w and e N(0, 1) from the seed"
+  r["parameters"] = {
+      {"collaborations", o.collaborations},
+      {"participants", o.participants},
+      {"anchor_rows", o.anchor_rows},
+      {"dim", o.dim},
+      {"data_rows", o.data_rows},
+      {"model", o.model},
+      {"num_classes", o.num_classes},
+      {"labels", trains(o) ? (o.num_classes == 0 ? "X~_i w + 0.1 e, w and e N(0, 1) from the seed"
                                                  : "class indices uniform on 0..K-1 from the seed")
-                                          : "none"},
-                     {"threads", o.threads},
-                     {"e2e_repetitions", o.e2e_repetitions},
-                     {"max_seconds", o.max_seconds},
-                     {"rpc_deadline", o.rpc_deadline},
-                     {"chunk_bytes", o.chunk_bytes},
-                     {"poll_ms", o.poll_ms},
-                     {"e2e_poll_ms", o.e2e_poll_ms},
-                     {"seed", o.seed},
-                     {"method", "odc"},
-                     {"releases", "i.i.d. N(0, 1) float64, generated before the timing"}};
+                           : "none"},
+      {"threads", o.threads},
+      {"e2e_repetitions", o.e2e_repetitions},
+      {"max_seconds", o.max_seconds},
+      {"rpc_deadline", o.rpc_deadline},
+      {"chunk_bytes", o.chunk_bytes},
+      {"poll_ms", o.poll_ms},
+      {"e2e_poll_ms", o.e2e_poll_ms},
+      {"seed", o.seed},
+      {"method", "odc"},
+      {"releases", "i.i.d. N(0, 1) float64, generated before the timing"}};
   r["machine"] = machine_info();
   r["quiet_wait"] = quiet;
   r["versions"] = {{"dcalign", DCALIGN_VERSION},
