@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "core/model_file.hpp"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -141,10 +142,11 @@ v1::GetUploadOffsetResponse Client::upload_offset(const std::string& id, v1::Par
 
 void Client::upload(const std::string& id, v1::Part part, const Matrix<double>& m,
                     int stop_after_chunks) {
+  // A part whose previous stream the server still holds (a client that reconnects at once after
+  // a disconnect, before the server has noticed it) is refused with ABORTED "... in progress":
+  // tried again every 100 ms for up to 5 s.
+  constexpr int kBusyRetries = 50;
   const std::string bytes = matrix_bytes(m);
-  grpc::ClientContext ctx;
-  prepare(ctx);
-  auto stream = stub_->Upload(&ctx);
   v1::UploadRequest req;
   auto* h = req.mutable_header();
   h->set_collaboration_id(id);
@@ -153,31 +155,43 @@ void Client::upload(const std::string& id, v1::Part part, const Matrix<double>& 
   h->set_cols(static_cast<std::uint64_t>(m.cols()));
   h->set_total_bytes(bytes.size());
   h->set_sha256(sha256_hex(bytes));
-  v1::UploadAck ack;
-  // The first ack says where the server stands: resume from there.
-  if (!stream->Write(req) || !stream->Read(&ack)) {
+  for (int attempt = 0;; ++attempt) {
+    grpc::ClientContext ctx;
+    prepare(ctx);
+    auto stream = stub_->Upload(&ctx);
+    v1::UploadAck ack;
+    // The first ack says where the server stands: resume from there.
+    if (!stream->Write(req) || !stream->Read(&ack)) {
+      stream->WritesDone();
+      const grpc::Status st = stream->Finish();
+      if (st.error_code() == grpc::StatusCode::ABORTED &&
+          st.error_message().find("in progress") != std::string::npos && attempt < kBusyRetries) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        continue;
+      }
+      check(st, "Upload");
+      throw RpcError(grpc::StatusCode::UNKNOWN, "Upload: the server closed the stream");
+    }
+    std::uint64_t offset = ack.committed();
+    int chunks = 0;
+    while (!ack.complete() && offset < bytes.size()) {
+      if (stop_after_chunks > 0 && chunks == stop_after_chunks) break;
+      const std::uint64_t n = std::min<std::uint64_t>(opts_.chunk_bytes, bytes.size() - offset);
+      v1::UploadRequest c;
+      c.mutable_chunk()->set_offset(offset);
+      c.mutable_chunk()->set_data(bytes.data() + offset, n);
+      if (!stream->Write(c) || !stream->Read(&ack)) break;
+      offset = ack.committed();
+      ++chunks;
+    }
     stream->WritesDone();
-    check(stream->Finish(), "Upload");
-    throw RpcError(grpc::StatusCode::UNKNOWN, "Upload: the server closed the stream");
+    const grpc::Status st = stream->Finish();
+    if (stop_after_chunks > 0 && chunks == stop_after_chunks && !st.ok() &&
+        st.error_code() == grpc::StatusCode::ABORTED)
+      return;  // the deliberate disconnect
+    check(st, "Upload");
+    return;
   }
-  std::uint64_t offset = ack.committed();
-  int chunks = 0;
-  while (!ack.complete() && offset < bytes.size()) {
-    if (stop_after_chunks > 0 && chunks == stop_after_chunks) break;
-    const std::uint64_t n = std::min<std::uint64_t>(opts_.chunk_bytes, bytes.size() - offset);
-    v1::UploadRequest c;
-    c.mutable_chunk()->set_offset(offset);
-    c.mutable_chunk()->set_data(bytes.data() + offset, n);
-    if (!stream->Write(c) || !stream->Read(&ack)) break;
-    offset = ack.committed();
-    ++chunks;
-  }
-  stream->WritesDone();
-  const grpc::Status st = stream->Finish();
-  if (stop_after_chunks > 0 && chunks == stop_after_chunks && !st.ok() &&
-      st.error_code() == grpc::StatusCode::ABORTED)
-    return;  // the deliberate disconnect
-  check(st, "Upload");
 }
 
 void Client::delete_release(const std::string& id) {

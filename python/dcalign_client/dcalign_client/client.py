@@ -12,6 +12,7 @@ import os
 import queue
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -272,7 +273,22 @@ class Client:
         """Uploads `matrix` (any real 2-D array; sent column-major float64) as `part` ("anchor",
         "data" or "labels"), resuming from the offset the server acknowledged earlier for the
         same content. `stop_after_chunks` > 0 ends the stream after that many chunks (a
-        deliberate interruption, for tests): the result then says complete=False."""
+        deliberate interruption, for tests): the result then says complete=False.
+
+        A part whose previous stream the server still holds (a client that reconnects at once
+        after a disconnect) is refused with ABORTED "... in progress": tried again every 0.1 s
+        for up to 5 s, as the C++ client does."""
+        for attempt in range(51):
+            try:
+                return self._upload_once(collaboration_id, part, matrix, stop_after_chunks)
+            except ServiceError as e:
+                if e.code != "ABORTED" or "in progress" not in e.message or attempt == 50:
+                    raise
+                time.sleep(0.1)
+        raise AssertionError("unreachable")
+
+    def _upload_once(self, collaboration_id: str, part: Union[str, int], matrix: Any,
+                     stop_after_chunks: int) -> UploadResult:
         part = _part(part)
         rows, cols, data = matrix_bytes(matrix)
         total = len(data)
