@@ -163,6 +163,34 @@ Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts, Backend& b
 template <typename T>
 Alignment<T> align(const Stack<T>& anchors, const AlignOptions& opts);
 
+/// Users with different latent dimensions (paper 002, eq. 1: user i releases A_i = A F_i with
+/// its own l_i). anchors[i] is a x l_i; G[i] is l_i x dim and maps user i into one common
+/// dim-dimensional space: A_i G_i ~ Z (a x dim).
+///   Imakura-DC   Z = U R with U the top-dim left singular vectors of [A_1 ... A_c] (a x sum l_i)
+///                and R as AlignOptions::right says; G_i = A_i^+ Z (paper 001 Alg. 2).
+///   Kawakami-DC  its QR-SVD form: A_i = Q_i R_i, V the top-dim right singular vectors of
+///                [Q_1 ... Q_c], G_i = R_i^-1 V_i with V_i the l_i rows of user i (paper 001
+///                Alg. 3); the eigen form is solved through it (the same subspace).
+/// With every l_i equal this gives what align() gives. ODC, GOPP, OPP and RDP need one l for
+/// every user (their G_i are square, orthogonal or l x l) and are refused with the users'
+/// dimensions. Throws InvalidInput for no users, anchors with different row counts, l_i < 1 or
+/// l_i > a, dim outside 1..min(a, sum l_i), a NaN or Inf (naming user, row and column) or a
+/// rank-deficient A_i. The report's objective is sum_i ||A_i G_i - Z||_F^2 (Imakura) or
+/// sum_i ||A_i G_i - Zbar||_F^2 with Zbar their mean (Kawakami, whose constraint
+/// sum_i ||A_i g_ik||^2 = 1 per column k gives constraint_error).
+template <typename T>
+struct RaggedAlignment {
+  std::vector<Matrix<T>> G;  ///< G[i]: l_i x dim
+  Matrix<T> target;          ///< Z (a x dim) for Imakura-DC; empty for Kawakami-DC
+  AlignReport report;
+};
+template <typename T>
+RaggedAlignment<T> align_ragged(const std::vector<Matrix<T>>& anchors, index_t dim,
+                                const AlignOptions& opts, Backend& backend);
+template <typename T>
+RaggedAlignment<T> align_ragged(const std::vector<Matrix<T>>& anchors, index_t dim,
+                                const AlignOptions& opts);
+
 /// Aligns anchors already in the backend's memory; writes G (c x l x l, backend memory) and,
 /// when `target` is non-empty (a x l), the target. No host-device copies of the anchors.
 template <typename T>

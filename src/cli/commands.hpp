@@ -108,6 +108,9 @@ void add_enroll_command(CLI::App& app);
 /// `dcalign comm`: paper 001's communication model (bytes, break-even rounds, transfer times).
 void add_comm_command(CLI::App& app);
 
+/// `dcalign align-ragged`: users with different latent dimensions (imakura, kawakami).
+void add_ragged_command(CLI::App& app);
+
 /// `dcalign client`: the analyst's and participants' calls to dcalign-server (src/service).
 void add_client_command(CLI::App& app);
 

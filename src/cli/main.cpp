@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   dcalign::cli::DemoArgs demo_args;
   dcalign::cli::add_demo_command(app, demo_args);
   dcalign::cli::add_enroll_command(app);
+  dcalign::cli::add_ragged_command(app);
   dcalign::cli::add_comm_command(app);
   dcalign::cli::add_extra_commands(app);
 #ifdef DCALIGN_HAVE_SERVICE
