@@ -73,14 +73,21 @@ std::string run_job(State& s, const std::string& id) {
   const AlignOptions opts = align_options(spec, &float32);
   const auto a = static_cast<index_t>(spec.anchor().rows());
   const auto l = static_cast<index_t>(spec.dim());
-  std::vector<Matrix<double>> anchors;
+  // The participants whose release is in: everyone when the last upload queued the job, those
+  // who had uploaded when the analyst ran it early (uploads are closed once it is queued).
+  std::vector<std::string> members;
   for (const auto& p : spec.participants())
+    if (s.uploaded(id, spec, p)) members.push_back(p);
+  if (members.empty()) throw Error("no participant has uploaded a release");
+  std::vector<Matrix<double>> anchors;
+  for (const auto& p : members)
     anchors.push_back(read_part(s.part_file(id, p, v1::PART_ANCHOR, true), a, l));
   auto backend = job_backend(s.opts.device);
   crash_point("job.align");
   auto [G, report] = float32 ? align_as<float>(anchors, opts, *backend)
                              : align_as<double>(anchors, opts, *backend);
   nlohmann::ordered_json report_json = nlohmann::ordered_json::parse(report.to_json());
+  report_json["participants"] = members;
 
   const fs::path dir = s.collaboration_dir(id);
   const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
@@ -88,8 +95,8 @@ std::string run_job(State& s, const std::string& id) {
   if (spec.model() != "none") {
     // h on the stacked X~_i G_i: every participant's data and labels, checked against each other.
     std::vector<Matrix<double>> X, y;
-    for (int k = 0; k < spec.participants_size(); ++k) {
-      const std::string& p = spec.participants(k);
+    for (std::size_t k = 0; k < members.size(); ++k) {
+      const std::string& p = members[k];
       const auto data = s.store->part(id, p, v1::PART_DATA);
       const auto labels = s.store->part(id, p, v1::PART_LABELS);
       if (!data || !labels || !data->complete || !labels->complete)
@@ -108,8 +115,8 @@ std::string run_job(State& s, const std::string& id) {
   }
   const std::string report_text = report_json.dump(2);
 
-  for (int k = 0; k < spec.participants_size(); ++k) {
-    const fs::path pdir = tmp / spec.participants(k);
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    const fs::path pdir = tmp / members[k];
     fs::create_directory(pdir);
     write_npy(pdir / "G.npy", G[static_cast<std::size_t>(k)].view());
     write_file(pdir / "report.json", report_text);

@@ -85,15 +85,20 @@ class Service final : public v1::Analyst::Service {
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
       if (auto st = access_.analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
-      std::vector<std::string> missing;
-      for (const auto& p : spec.participants())
-        if (!s_.uploaded(id, spec, p)) missing.push_back(p);
-      if (!missing.empty()) {
-        std::string names;
-        for (const auto& m : missing) names += (names.empty() ? "" : ", ") + m;
+      // The job runs over the participants whose release is in; uploads close once it is
+      // queued, so none may be under way now (checked and queued under the lock that uploads
+      // take to start).
+      std::lock_guard<std::mutex> lock(s_.mu);
+      int in = 0;
+      for (const auto& p : spec.participants()) in += s_.uploaded(id, spec, p) ? 1 : 0;
+      if (in == 0)
         return error(StatusCode::FAILED_PRECONDITION,
-                     "cannot run: these participants have not uploaded their release: " + names);
-      }
+                     "cannot run: no participant has uploaded its release");
+      for (const auto& key : s_.active_parts)
+        if (key.compare(0, id.size() + 1, id + "/") == 0)
+          return error(StatusCode::FAILED_PRECONDITION,
+                       "cannot run while an upload is in progress (" + key.substr(id.size() + 1) +
+                           "): run when it has ended");
       JobRecord before = s_.store->job(id);
       if (before.state == "failed") {
         // A retry counts its interrupted attempts afresh (a failed job is never picked up, so
@@ -102,8 +107,9 @@ class Service final : public v1::Analyst::Service {
         s_.store->set_job(id, before);
       }
       if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
-        log_event("info", "job_queued", {{"collaboration", id}, {"by", "analyst"}});
-        s_.notify();
+        log_event("info", "job_queued",
+                  {{"collaboration", id}, {"by", "analyst"}, {"participants_in", in}});
+        s_.cv.notify_all();
       }
       resp->set_state(s_.store->job(id).state);
       return Status::OK;

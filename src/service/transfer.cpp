@@ -262,6 +262,11 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
                    "no result to fetch: the job is " + job.state +
                        (job.error.empty() ? "" : " (" + job.error + ")"));
     const fs::path dir = s_.results_dir(id) / me;
+    if (!fs::is_directory(dir))
+      return error(StatusCode::FAILED_PRECONDITION,
+                   "participant " + me +
+                       " has no result: its release was not in when the "
+                       "analyst ran the job");
     // (path on the server, name sent): the participant's own files, then the shared model h.
     std::vector<std::pair<fs::path, std::string>> files;
     for (const auto& e : fs::recursive_directory_iterator(dir))

@@ -304,13 +304,46 @@ TEST(Service, AReleaseCanBeDeletedOnlyBeforeTheRun) {
   EXPECT_EQ(p0.upload_offset(c.id, v1::PART_ANCHOR).total(), 0u);
   auto analyst = client_for(server.port(), kAnalystToken);
   expect_rpc_error([&] { analyst.run(c.id); }, StatusCode::FAILED_PRECONDITION,
-                   "have not uploaded their release: p0, p1");
+                   "no participant has uploaded its release");
   p0.upload(c.id, v1::PART_ANCHOR, random_matrix(40, 4, 1));
   client_for(server.port(), c.tokens[1]).upload(c.id, v1::PART_ANCHOR, random_matrix(40, 4, 2));
   ASSERT_EQ(wait_for_job(analyst, c.id), "done");
   expect_rpc_error([&] { p0.delete_release(c.id); }, StatusCode::FAILED_PRECONDITION,
                    "the job is done");
   expect_rpc_error([&] { p0.upload(c.id, v1::PART_ANCHOR, random_matrix(40, 4, 3)); },
+                   StatusCode::FAILED_PRECONDITION, "the job is done");
+}
+
+TEST(Service, TheAnalystCanRunBeforeEveryoneHasUploaded) {
+  TempDir dir;
+  LiveServer server(test_options(dir.path / "data"));
+  const auto c = create(server.port(), small_spec(3));
+  std::vector<Matrix<double>> anchors;
+  for (int i : {0, 2}) {
+    anchors.push_back(random_matrix(40, 4, 70 + i));
+    client_for(server.port(), c.tokens[i]).upload(c.id, v1::PART_ANCHOR, anchors.back());
+  }
+  auto analyst = client_for(server.port(), kAnalystToken);
+  EXPECT_EQ(analyst.status(c.id).job_state(), "none");  // p1 is missing: nothing queued itself
+  analyst.run(c.id);
+  ASSERT_EQ(wait_for_job(analyst, c.id), "done");
+  EXPECT_NE(analyst.status(c.id).job_report().find("\"participants\": [\n    \"p0\",\n    \"p2\""),
+            std::string::npos)
+      << analyst.status(c.id).job_report();
+  // p0 and p2 get the alignment of the two of them; p1 has no result and can no longer upload.
+  AlignOptions opts;
+  opts.seed = 5;
+  const auto expected = align(Stack<double>::from_matrices(anchors), opts);
+  for (int k = 0; k < 2; ++k) {
+    const fs::path out = dir.path / ("r" + std::to_string(k));
+    client_for(server.port(), c.tokens[k == 0 ? 0 : 2]).fetch(c.id, out.string());
+    const auto G = read_npy_matrix<double>((out / "G.npy").string());
+    for (index_t e = 0; e < G.size(); ++e) ASSERT_EQ(G.data()[e], expected.G[k].data()[e]);
+  }
+  auto p1 = client_for(server.port(), c.tokens[1]);
+  expect_rpc_error([&] { p1.fetch(c.id, (dir.path / "r1x").string()); },
+                   StatusCode::FAILED_PRECONDITION, "participant p1 has no result");
+  expect_rpc_error([&] { p1.upload(c.id, v1::PART_ANCHOR, random_matrix(40, 4, 1)); },
                    StatusCode::FAILED_PRECONDITION, "the job is done");
 }
 
