@@ -55,7 +55,7 @@ Data regression(index_t n, std::uint64_t seed, index_t d = 4) {
 
 std::vector<std::uint64_t> bits(const std::vector<double>& v) {
   std::vector<std::uint64_t> out(v.size());
-  std::memcpy(out.data(), v.data(), v.size() * sizeof(double));
+  if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * sizeof(double));
   return out;
 }
 std::vector<std::uint64_t> bits(const Matrix<double>& m) {
