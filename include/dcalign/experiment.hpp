@@ -123,6 +123,17 @@ struct Config {
   std::string anchor = "uniform";  ///< uniform | normal
   index_t dim = 50;                ///< l; 0 means floor(dim_fraction * m)
   double dim_fraction = 0.0;
+  /// Users with different latent dimensions (paper 002, eq. 1). Empty (the default): every
+  /// user has l = dim. Else the l_i the users may have: under dim_assignment = "draw" each user
+  /// draws its l_i uniformly from these values, per trial, from the trial's data seed; under
+  /// "in-order" the list has one value per user and user i has the i-th. `dim` is then the
+  /// common dimension of the aligned space (G_i is l_i x dim; dcalign::align_ragged), at most
+  /// anchor_rows and users x the smallest value. Only Imakura-DC and Kawakami-DC align users
+  /// of different l_i (ODC, GOPP, OPP and RDP need one l), with protocol "dc", a horizontal
+  /// partition and no privacy measurements. Under the SameSpan conditions user i's span is
+  /// that of user 1's top l_i right singular vectors, so the spans are nested.
+  std::vector<index_t> dim_per_user;
+  std::string dim_assignment = "draw";
   /// PCA (centred) instead of plain SVD for V_i. Unset: the protocol's default, false for "dc"
   /// and true for "nri-dc" (scikit-learn's PCA, which subtracts the mean it was fitted on).
   std::optional<bool> center;

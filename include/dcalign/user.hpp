@@ -74,12 +74,13 @@ class User {
   std::string name_;
 };
 
-/// Applies G_i to data: X^_i = X~_i G_i.
+/// Applies G_i to data: X^_i = X~_i G_i. G_i is l x l (align) or l_i x dim (align_ragged).
 template <typename T>
 Matrix<T> apply_change_of_basis(const Matrix<T>& released, const Matrix<T>& G);
 
 /// Y F G: a user's new data Y (n x m), uncentred as X was released, mapped into the
-/// collaboration space with its secret basis F (m x l) and its change of basis G (l x l)
+/// collaboration space with its secret basis F (m x l) and its change of basis G (l x l, or
+/// l x dim for users of different l, align_ragged)
 /// (paper 001, eq. 9), the same products as User::map, for a basis held outside a User
 /// (`dcalign predict`).
 /// Throws InvalidInput when the shapes do not chain.

@@ -65,21 +65,24 @@ void run(const PredictArgs& a) {
   const NpyHeader hf = matrix_header("--basis", a.basis, "(m, l), the secret basis F");
   const index_t m = hf.shape[0], l = hf.shape[1];
   const std::string basis = "--basis '" + a.basis + "' " + shape_of(hf);
-  const NpyHeader hg = matrix_header("--change-of-basis", a.change_of_basis, "(l, l)");
-  if (hg.shape[0] != l || hg.shape[1] != l)
+  // G is (l, l), or (l, dim) where the users have different l (dcalign align-ragged).
+  const NpyHeader hg = matrix_header("--change-of-basis", a.change_of_basis, "(l, dim)");
+  if (hg.shape[0] != l)
     throw InvalidInput("--change-of-basis '" + a.change_of_basis + "' has shape " + shape_of(hg) +
-                       "; expected (l, l) = (" + std::to_string(l) + ", " + std::to_string(l) +
-                       "), l the columns of " + basis);
+                       "; expected (l, dim) = (" + std::to_string(l) + ", dim), l the columns of " +
+                       basis);
+  const index_t dim = hg.shape[1];
   const NpyHeader hy = matrix_header("--data", a.data, "(n, m), one sample per row");
   if (hy.shape[1] != m)
     throw InvalidInput("--data '" + a.data + "' has shape " + shape_of(hy) + "; expected (n, " +
                        std::to_string(m) + "), m = " + std::to_string(m) + " the rows of " + basis);
   const std::unique_ptr<learn::Model> model = learn::load_model(a.model);
-  if (model->num_features() != l)
+  if (model->num_features() != dim)
     throw InvalidInput("--model '" + a.model + "' was trained on " +
                        std::to_string(model->num_features()) +
-                       " features; expected l = " + std::to_string(l) + ", the columns of " +
-                       basis + " (a model of this collaboration's dimension)");
+                       " features; expected dim = " + std::to_string(dim) +
+                       ", the columns of --change-of-basis '" + a.change_of_basis + "' " +
+                       shape_of(hg) + " (a model of this collaboration's dimension)");
   if (a.proba && model->num_classes() == 0)
     throw UsageError("--proba asks for class probabilities, but --model '" + a.model +
                      "' is a regression model");

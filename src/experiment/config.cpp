@@ -301,6 +301,12 @@ Config load_config(const std::string& path) {
   r.get("anchor", c.anchor);
   r.integer("dim", c.dim, 0);
   r.real("dim_fraction", c.dim_fraction, 0, false, 1, false);
+  {
+    std::vector<int> dims;
+    r.integer_list("dim_per_user", dims, 1, 1 << 20);
+    c.dim_per_user.assign(dims.begin(), dims.end());
+  }
+  r.get("dim_assignment", c.dim_assignment);
   r.get("center", c.center);
   r.get("odc_rotation", c.odc_rotation);
   r.get("imakura_right", c.imakura_right);
@@ -417,6 +423,7 @@ Config load_config(const std::string& path) {
   for (const char* key : {"dp_epsilon", "dp_delta", "dp_row_range"})
     refuse_unused(key, c.dp_enabled(), "dp_target is \"released\" or \"raw\"");
   refuse_unused("kawakami_form", method("kawakami"), "methods lists \"kawakami\"");
+  refuse_unused("dim_assignment", !c.dim_per_user.empty(), "dim_per_user is given");
   refuse_unused("imakura_right", method("imakura"), "methods lists \"imakura\"");
   refuse_unused("odc_rotation", method("odc") || method("gopp"),
                 "methods lists \"odc\" or \"gopp\"");

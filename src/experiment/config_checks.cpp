@@ -83,6 +83,62 @@ void check_dp(const Config& c) {
 
 // The [fedavg] keys this layer can read: FedAvg needs protocol "dc" and well-formed, distinct
 // configuration names (the learning layer checks the options they make, data_setup.cpp).
+// Users with different l_i (dim_per_user): the values, their assignment, the common dim and
+// what can run with them. The bounds that need the dataset (l_i <= m) follow in the runner.
+void check_user_dims(const Config& c) {
+  using detail::key_error;
+  if (c.dim_per_user.empty()) return;
+  if (c.dim_assignment != "draw" && c.dim_assignment != "in-order")
+    key_error(c, "dim_assignment",
+              "= \"" + c.dim_assignment + "\" must be \"draw\" or \"in-order\"");
+  const index_t lo = *std::min_element(c.dim_per_user.begin(), c.dim_per_user.end());
+  if (lo < 1) key_error(c, "dim_per_user", "holds " + std::to_string(lo) + "; every l_i is >= 1");
+  if (c.dim_assignment == "in-order" && static_cast<index_t>(c.dim_per_user.size()) != c.users)
+    key_error(c, "dim_per_user",
+              "has " + std::to_string(c.dim_per_user.size()) +
+                  " values; dim_assignment = \"in-order\" needs one per user (users = " +
+                  std::to_string(c.users) + ")");
+  if (c.protocol != "dc")
+    key_error(c, "dim_per_user", "needs protocol \"dc\" (NRI-DC's workers share one dim)");
+  if (c.partition == "vertical" || c.partition == "vertical-joined")
+    key_error(c, "dim_per_user",
+              "cannot be used with partition = \"" + c.partition + "\" (one l per feature block)");
+  if (!c.privacy.empty())
+    key_error(c, "dim_per_user",
+              "cannot be used with the privacy measurements, which assume one l for every user");
+  if (c.uplink != "fp64")
+    key_error(c, "dim_per_user",
+              "cannot be used with uplink = \"" + c.uplink +
+                  "\": the traffic it records follows the communication model, which has one l");
+  for (const auto& m : c.methods) {
+    if (!is_align_method(m)) continue;
+    const std::string base = split_method(m).base;
+    if (base != "imakura" && base != "kawakami")
+      key_error(c, "methods",
+                "names \"" + m +
+                    "\", which needs one l for every user (its G_i are l x l), "
+                    "but dim_per_user gives the users different l_i; with different l_i only "
+                    "\"imakura\" and \"kawakami\" align (paper 002, eq. 1)");
+  }
+  if (c.dim < 1)
+    key_error(c, "dim",
+              "= " + std::to_string(c.dim) +
+                  ": with dim_per_user, dim is the common dimension of the aligned space and "
+                  "must be >= 1 (dim_fraction does not apply)");
+  if (c.dim > c.anchor_rows)
+    key_error(c, "dim",
+              "= " + std::to_string(c.dim) + " exceeds anchor_rows = " +
+                  std::to_string(c.anchor_rows) + " (the aligned anchor is a x dim)");
+  // The users' l_i sum to at least users x the smallest value: a common dim within that is
+  // always reachable by the SVD of [A_1 ... A_c], whatever the draw.
+  const index_t reach = checked_mul(c.users, lo, detail::where(c) + ": users x dim_per_user");
+  if (c.dim > reach)
+    key_error(c, "dim",
+              "= " + std::to_string(c.dim) + " exceeds users x the smallest dim_per_user value = " +
+                  std::to_string(c.users) + " x " + std::to_string(lo) + " = " +
+                  std::to_string(reach) + " (the sum of the l_i may be no larger)");
+}
+
 void check_fedavg(const Config& c) {
   using detail::key_error;
   if (std::find(c.methods.begin(), c.methods.end(), "fedavg") == c.methods.end()) return;
@@ -232,6 +288,7 @@ void check_config(const Config& c) {
     key_error(c, "forest_tree_method", "must be \"exact\" or \"hist\"");
   check_dp(c);
   check_privacy(c);
+  check_user_dims(c);
 }
 
 }  // namespace detail

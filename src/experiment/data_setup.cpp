@@ -235,8 +235,24 @@ void Runner::validate_sizes() {
   if (l_ > m)
     throw InvalidInput("experiment: dim l = " + std::to_string(l_) + " exceeds the " +
                        std::to_string(m) + " features m of '" + c_.dataset + "'");
-  if (c_.samples_per_user > 0 && l_ > c_.samples_per_user)
-    throw InvalidInput("experiment: dim l = " + std::to_string(l_) +
+  // The largest l_i of a user: l, or the largest of dim_per_user (then l is the common dim).
+  l_user_max_ = c_.dim_per_user.empty()
+                    ? l_
+                    : *std::max_element(c_.dim_per_user.begin(), c_.dim_per_user.end());
+  for (index_t li : c_.dim_per_user) {
+    if (li > m)
+      key_error(c_, "dim_per_user",
+                "holds l_i = " + std::to_string(li) + ", more than the " + std::to_string(m) +
+                    " features m of '" + c_.dataset + "'");
+    if (li > c_.anchor_rows)
+      key_error(c_, "dim_per_user",
+                "holds l_i = " + std::to_string(li) + ", more than anchor_rows = " +
+                    std::to_string(c_.anchor_rows) + " (A_i = A F_i needs l_i <= a)");
+  }
+  if (c_.samples_per_user > 0 && l_user_max_ > c_.samples_per_user)
+    throw InvalidInput("experiment: " +
+                       std::string(c_.dim_per_user.empty() ? "dim l = " : "dim_per_user's l_i = ") +
+                       std::to_string(l_user_max_) +
                        " exceeds samples_per_user = " + std::to_string(c_.samples_per_user) +
                        " (a user's top-l singular vectors need l <= n_i)");
   if (c_.samples_per_user == 0) check_all_rows_partition();
@@ -257,7 +273,7 @@ void Runner::validate_sizes() {
   constexpr index_t kMaxValues = index_t{1} << 31;
   const index_t anchor_values = checked_mul(c_.anchor_rows, m, "experiment: anchor_rows x m");
   const index_t released_values =
-      checked_mul(c_.users, c_.anchor_rows, l_, "experiment: users x anchor_rows x l");
+      checked_mul(c_.users, c_.anchor_rows, l_user_max_, "experiment: users x anchor_rows x l");
   if (anchor_values > kMaxValues || released_values > kMaxValues)
     throw InvalidInput("experiment: anchor_rows = " + std::to_string(c_.anchor_rows) +
                        " gives an anchor of " + std::to_string(anchor_values) +
@@ -325,11 +341,11 @@ void Runner::check_all_rows_partition() {
       rows = static_cast<index_t>(
           0.9 * static_cast<double>(rows) *
           (1.0 - static_cast<double>(c_.test_samples) / static_cast<double>(pool)));
-    if (rows / holders < l_)
+    if (rows / holders < l_user_max_)
       key_error(c_, "samples_per_user",
                 "= 0: class " + std::to_string(k) + " may leave its " + std::to_string(holders) +
                     " user(s) only " + std::to_string(rows / holders) +
-                    " rows each, fewer than l = " + std::to_string(l_));
+                    " rows each, fewer than l = " + std::to_string(l_user_max_));
   }
 }
 

@@ -61,6 +61,10 @@ void write_outputs(const Result& r, const std::string& dir) {
   cfg["anchor"] = c.anchor;
   cfg["dim"] = c.dim;
   cfg["dim_fraction"] = c.dim_fraction;
+  if (!c.dim_per_user.empty()) {
+    cfg["dim_per_user"] = c.dim_per_user;
+    cfg["dim_assignment"] = c.dim_assignment;
+  }
   cfg["center"] = c.centered();
   cfg["odc_rotation"] = c.odc_rotation;
   cfg["imakura_right"] = c.imakura_right;

@@ -67,6 +67,8 @@ class Runner {
   learn::ModelOptions model_options(std::uint64_t seed) const;
   std::unique_ptr<learn::Model> model(const std::string& kind, std::uint64_t seed) const;
   AlignOptions align_options(const std::string& method, index_t t) const;
+  /// Every user's l_i in trial t: l for all, or as dim_per_user and dim_assignment say.
+  std::vector<index_t> user_dims(index_t t) const;
   double evaluate_one(const learn::Model& h, const Matrix<double>& Y, const std::vector<double>& y,
                       const std::string& metric) const;
   // What a DC run exchanges, counted from the arrays (doubles, q = 64): per user the uplink of
@@ -106,7 +108,8 @@ class Runner {
   std::vector<std::vector<index_t>> blocks_;  ///< the two feature blocks of a vertical partition
   KawakamiForm kawakami_form_ = KawakamiForm::qr_svd;
   index_t l_ = 0, n_test_ = 0;
-  double dp_sigma_ = 0;  ///< the AGM sigma for Delta = dp_row_range
+  index_t l_user_max_ = 0;  ///< the largest l_i a user can have (l without dim_per_user)
+  double dp_sigma_ = 0;     ///< the AGM sigma for Delta = dp_row_range
   AnchorKind anchor_kind_ = AnchorKind::uniform;
   std::string public_anchor_;   ///< the dataset of "public:<dataset>" anchors, else ""
   Matrix<double> public_pool_;  ///< its rows that are not in the task's data

@@ -23,6 +23,13 @@ bool all_classes(const std::vector<double>& y, index_t num_classes) {
   return static_cast<index_t>(std::set<double>(y.begin(), y.end()).size()) >= num_classes;
 }
 
+// The first k columns of V (column-major: one contiguous block).
+Matrix<double> leading_columns(const Matrix<double>& V, index_t k) {
+  Matrix<double> out(V.rows(), k);
+  std::copy(V.data(), V.data() + V.rows() * k, out.data());
+  return out;
+}
+
 std::string machine_description() {
   std::ifstream f("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
@@ -98,15 +105,19 @@ void Runner::trial(index_t t, Result& res) {
   std::optional<CollusionAttacker> attacker;
   if (c_.measures("collusion")) attacker.emplace(A);
   const Uplink uplink = parse_uplink(c_.uplink);
+  // Every user's l_i (all l unless dim_per_user); ragged: they differ, and align_ragged aligns.
+  const std::vector<index_t> dims = user_dims(t);
+  const bool ragged = !c_.dim_per_user.empty();
   for (SpanCondition cond : c_.conditions) {
     std::vector<User<double>> users;
     const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
-    // SameSpan: the span of the first user's data (of the first user of each feature block).
+    // SameSpan: the span of the first user's data (of the first user of each feature block);
+    // with different l_i, user i's is that of user 1's top l_i vectors (nested spans).
     std::vector<Matrix<double>> v1(vertical_ ? 2 : 1);
     if (shares_span(cond))
       for (size_t b = 0; b < v1.size(); ++b)
-        v1[b] = top_right_singular_vectors(mine.X[static_cast<index_t>(b) * (c_.users / 2)], l_,
-                                           c_.centered());
+        v1[b] = top_right_singular_vectors(mine.X[static_cast<index_t>(b) * (c_.users / 2)],
+                                           l_user_max_, c_.centered());
     std::vector<Matrix<double>> released, projected_test, anchors;
     // privacy_defence: the rows each user releases and their labels (else every row, sp.y).
     std::vector<std::vector<index_t>> kept(static_cast<size_t>(c_.users));
@@ -117,11 +128,13 @@ void Runner::trial(index_t t, Result& res) {
       users.emplace_back(mine.X[i], "user " + std::to_string(i));
       const std::uint64_t s =
           derive(c_.seed, 19, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i);
-      if (shares_span(cond))
-        users.back().choose_secret_basis_in(v1[static_cast<size_t>(std::max(block_of(i), 0))],
-                                            mixing, s);
-      else
-        users.back().choose_secret_basis(l_, mixing, s, c_.centered());
+      const index_t li = dims[static_cast<size_t>(i)];
+      if (shares_span(cond)) {
+        const Matrix<double>& v = v1[static_cast<size_t>(std::max(block_of(i), 0))];
+        users.back().choose_secret_basis_in(li == v.cols() ? v : leading_columns(v, li), mixing, s);
+      } else {
+        users.back().choose_secret_basis(li, mixing, s, c_.centered());
+      }
       released.push_back(users.back().release_data());
       if (c_.privacy_defence) {  // before any noise: the user decides on its own rows
         try {
@@ -169,6 +182,15 @@ void Runner::trial(index_t t, Result& res) {
     if (c_.dp_target == "released")
       out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
                      sigma_sum / static_cast<double>(c_.users), 0});
+    if (ragged) {  // the trial's l_i: their mean, smallest and largest
+      double sum = 0;
+      for (index_t li : dims) sum += static_cast<double>(li);
+      const auto [lo, hi] = std::minmax_element(dims.begin(), dims.end());
+      out.push_back({t, to_string(cond), "dims", "-", "user_dim_mean",
+                     sum / static_cast<double>(c_.users), 0});
+      out.push_back({t, to_string(cond), "dims", "-", "user_dim_min", static_cast<double>(*lo), 0});
+      out.push_back({t, to_string(cond), "dims", "-", "user_dim_max", static_cast<double>(*hi), 0});
+    }
     if (!c_.privacy.empty()) {  // never with vertical partitions: one unit per user
       std::vector<ReleaseView> views;
       for (index_t i = 0; i < c_.users; ++i)
@@ -176,7 +198,8 @@ void Runner::trial(index_t t, Result& res) {
       measure_privacy(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
     }
     const std::vector<std::vector<double>>& y_train = c_.privacy_defence ? kept_labels : sp.y;
-    const Stack<double> stack = Stack<double>::from_matrices(anchors);
+    // One stack for align(); users of different l_i are aligned from the list (align_ragged).
+    const Stack<double> stack = ragged ? Stack<double>() : Stack<double>::from_matrices(anchors);
     DcTraffic traffic;
     traffic.model.users = units;
     traffic.model.samples.clear();
@@ -184,7 +207,7 @@ void Runner::trial(index_t t, Result& res) {
       traffic.uplink += uplink_bytes(released[i].rows(), released[i].cols(), uplink) +
                         uplink_bytes(anchors[i].rows(), anchors[i].cols(), uplink) +
                         static_cast<double>(y_train[i].size()) * sizeof(double);
-      traffic.downlink_G += static_cast<double>(dim * dim) * sizeof(double);
+      traffic.downlink_G += static_cast<double>(released[i].cols() * dim) * sizeof(double);
       traffic.model.samples.push_back(static_cast<double>(released[i].rows()));
     }
     traffic.model.anchor_rows = c_.anchor_rows;
@@ -194,22 +217,30 @@ void Runner::trial(index_t t, Result& res) {
     traffic.model.gamma = 0;  // the anchor is regenerated from the seed, never sent
     for (const auto& method : c_.methods) {
       if (!is_align_method(method)) continue;
-      const auto al = align(stack, align_options(method, t), *backend_);
+      std::vector<Matrix<double>> G;  // G_i: l_i x dim
+      AlignReport report;
+      if (ragged) {
+        auto al = align_ragged(anchors, dim, align_options(method, t), *backend_);
+        G = std::move(al.G);
+        report = al.report;
+      } else {
+        const auto al = align(stack, align_options(method, t), *backend_);
+        for (index_t i = 0; i < units; ++i) G.push_back(al.G.matrix(i));
+        report = al.report;
+      }
       // The analyst's step alone, from the released anchors to all G_i (no evaluation).
       if (c_.align_timing)
-        out.push_back(
-            {t, to_string(cond), method, "-", "align_seconds", al.report.total_seconds, 0});
+        out.push_back({t, to_string(cond), method, "-", "align_seconds", report.total_seconds, 0});
       if (uplink != Uplink::fp64) {  // how the reduced precision moved the G_i
         out.push_back({t, to_string(cond), method, "-", "orthogonality_error",
-                       al.report.orthogonality_error, 0});
-        out.push_back({t, to_string(cond), method, "-", "objective", al.report.objective, 0});
+                       report.orthogonality_error, 0});
+        out.push_back({t, to_string(cond), method, "-", "objective", report.objective, 0});
       }
       std::vector<Matrix<double>> Xh, Yh;
       for (index_t i = 0; i < units; ++i) {
-        const Matrix<double> G = al.G.matrix(i);
-        Xh.push_back(apply_change_of_basis(released[i], G));
+        Xh.push_back(apply_change_of_basis(released[i], G[static_cast<size_t>(i)]));
         if (i < static_cast<index_t>(projected_test.size()))
-          Yh.push_back(apply_change_of_basis(projected_test[i], G));
+          Yh.push_back(apply_change_of_basis(projected_test[i], G[static_cast<size_t>(i)]));
       }
       Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
       if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
@@ -391,6 +422,19 @@ learn::ModelOptions Runner::model_options(std::uint64_t seed) const {
 
 std::unique_ptr<learn::Model> Runner::model(const std::string& kind, std::uint64_t seed) const {
   return learn::make_model(kind, model_options(seed));
+}
+
+std::vector<index_t> Runner::user_dims(index_t t) const {
+  if (c_.dim_per_user.empty()) return std::vector<index_t>(static_cast<size_t>(c_.users), l_);
+  if (c_.dim_assignment == "in-order") return c_.dim_per_user;
+  // "draw": uniform over the listed values, per user, from the trial's data seed (so that
+  // redraw = "alignment" keeps trial 1's, as it keeps its bases).
+  std::vector<index_t> dims;
+  for (index_t i = 0; i < c_.users; ++i) {
+    Rng rng(derive(c_.seed, 47, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+    dims.push_back(c_.dim_per_user[static_cast<size_t>(rng.below(c_.dim_per_user.size()))]);
+  }
+  return dims;
 }
 
 AlignOptions Runner::align_options(const std::string& method, index_t t) const {

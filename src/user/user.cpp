@@ -155,10 +155,11 @@ const Matrix<T>& User<T>::reveal_secret_basis() const {
 
 template <typename T>
 Matrix<T> apply_change_of_basis(const Matrix<T>& released, const Matrix<T>& G) {
-  if (G.rows() != G.cols() || G.rows() != released.cols())
+  // l x l from align(); l_i x dim from align_ragged (users of different l_i).
+  if (G.rows() != released.cols() || G.cols() < 1)
     throw InvalidInput("apply_change_of_basis: G is " + std::to_string(G.rows()) + " x " +
                        std::to_string(G.cols()) + ", expected " + std::to_string(released.cols()) +
-                       " x " + std::to_string(released.cols()));
+                       " x dim (dim >= 1): one row per column of the released data");
   return multiply(released, G, "apply_change_of_basis");
 }
 

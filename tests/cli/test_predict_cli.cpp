@@ -110,6 +110,21 @@ TEST_F(PredictCli, MatchesTheLibraryBitForBit) {
             bits(Matrix<double>(20, 1, regression_->predict(Z))));
 }
 
+// A user whose l differs from the collaboration's dim (align_ragged: G is l_i x dim): F (6, 2)
+// and G (2, 3) feed the model trained on dim = 3, exactly as the library maps them.
+TEST_F(PredictCli, AUserOfAnotherLatentDimensionPredicts) {
+  Rng rng(13);
+  const Matrix<double> F2 = random_matrix(6, 2, rng), G23 = random_matrix(2, 3, rng);
+  write_npy(path("F2.npy"), F2.view());
+  write_npy(path("G23.npy"), G23.view());
+  const CliResult r = run(args("knn", "F2.npy", "G23.npy", "Y.npy"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const Matrix<double> Z = map_to_collaboration(Y_, F2, G23);
+  ASSERT_EQ(Z.cols(), 3);
+  EXPECT_EQ(bits(read_npy_matrix<double>(path("P.npy"))),
+            bits(Matrix<double>(20, 1, classifier_->predict(Z))));
+}
+
 TEST_F(PredictCli, ShapesThatDoNotChainFailBeforeAnyWork) {
   Rng rng(9);
   write_npy(path("Y7.npy"), random_matrix(20, 7, rng).view());
@@ -117,11 +132,11 @@ TEST_F(PredictCli, ShapesThatDoNotChainFailBeforeAnyWork) {
                  {"--data", "Y7.npy", "(20, 7)", "expected (n, 6)", "F.npy"});
   write_npy(path("G4.npy"), random_matrix(4, 4, rng).view());
   expect_failure(args("knn", "F.npy", "G4.npy", "Y.npy"), 1,
-                 {"--change-of-basis", "G4.npy", "(4, 4)", "expected (l, l) = (3, 3)"});
+                 {"--change-of-basis", "G4.npy", "(4, 4)", "expected (l, dim) = (3, dim)"});
   // A consistent F and G of another dimension than the model's.
   write_npy(path("F4.npy"), random_matrix(6, 4, rng).view());
   expect_failure(args("knn", "F4.npy", "G4.npy", "Y.npy"), 1,
-                 {"--model", "trained on 3 features", "expected l = 4", "F4.npy"});
+                 {"--model", "trained on 3 features", "expected dim = 4", "G4.npy"});
   Stack<double> three(2, 6, 3);
   write_npy(path("F3d.npy"), three.view());
   expect_failure(args("knn", "F3d.npy", "G.npy", "Y.npy"), 1, {"--basis", "F3d.npy", "(2, 6, 3)"});
