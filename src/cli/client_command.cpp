@@ -33,14 +33,6 @@ struct Common {
   double deadline = 60;
 };
 
-std::string read_all(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidInput(std::string("cannot read the ") + what + " file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 service::Client connect(const Common& c) {
   if (!(c.deadline > 0 && c.deadline <= 86400))
     out_of_range("--deadline", std::to_string(c.deadline), "more than 0 and at most 86400");
@@ -50,11 +42,7 @@ service::Client connect(const Common& c) {
   o.server_name = c.server_name;
   o.insecure = c.insecure;
   o.deadline_seconds = c.deadline;
-  if (!c.token_file.empty()) {
-    o.token = read_all(c.token_file, "token");
-    while (!o.token.empty() && (o.token.back() == '\n' || o.token.back() == '\r'))
-      o.token.pop_back();
-  }
+  if (!c.token_file.empty()) o.token = service::read_token_file(c.token_file, "token");
   return service::Client(o);
 }
 
@@ -176,8 +164,8 @@ void add_client_command(CLI::App& app) {
     v1::CollaborationSpec spec;
     google::protobuf::util::JsonParseOptions o;
     o.ignore_unknown_fields = false;
-    const auto st =
-        google::protobuf::util::JsonStringToMessage(read_all(spec_file, "spec"), &spec, o);
+    const auto st = google::protobuf::util::JsonStringToMessage(
+        service::read_small_file(spec_file, "spec"), &spec, o);
     if (!st.ok())
       throw InvalidInput("--spec " + spec_file +
                          " is not a collaboration spec: " + std::string(st.message()));

@@ -13,19 +13,10 @@
 
 #include "cli/commands.hpp"
 #include "dcalign/error.hpp"
+#include "service/common.hpp"
 #include "service/server.hpp"
 
 namespace {
-
-std::string read_token(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw dcalign::InvalidInput("cannot read the analyst token file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
-  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
-  return t;
-}
 
 void write_port_file(const std::string& path, int port) {
   const std::string tmp = path + ".tmp";
@@ -85,7 +76,7 @@ int main(int argc, char** argv) {
     o.max_upload_streams = static_cast<int>(upload_streams);
     o.max_concurrent_streams = static_cast<int>(streams);
     o.shutdown_grace_seconds = grace;
-    o.analyst_token = read_token(token_file);
+    o.analyst_token = dcalign::service::read_token_file(token_file, "analyst token");
     service::Server server(o);
     server.start();
     if (!port_file.empty()) write_port_file(port_file, server.port());

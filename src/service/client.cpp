@@ -13,14 +13,6 @@
 namespace dcalign::service {
 namespace {
 
-std::string read_pem(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidInput("cannot read the CA certificate file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 void check(const grpc::Status& st, const char* rpc) {
   if (!st.ok())
     throw RpcError(st.error_code(), std::string(rpc) + ": " + status_name(st.error_code()) + ": " +
@@ -62,7 +54,8 @@ Client::Client(ClientOptions opts) : opts_(std::move(opts)) {
     creds = grpc::InsecureChannelCredentials();
   } else {
     grpc::SslCredentialsOptions ssl;
-    if (!opts_.ca_cert_file.empty()) ssl.pem_root_certs = read_pem(opts_.ca_cert_file);
+    if (!opts_.ca_cert_file.empty())
+      ssl.pem_root_certs = read_small_file(opts_.ca_cert_file, "CA certificate");
     creds = grpc::SslCredentials(ssl);
   }
   grpc::ChannelArguments args;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -53,6 +54,31 @@ std::string sha256_hex(const void* data, std::size_t n) {
   Sha256 h;
   h.update(data, n);
   return h.hex();
+}
+
+std::string read_small_file(const std::string& path, const char* what, std::size_t max_bytes) {
+  const std::string where = std::string("the ") + what + " file '" + path + "'";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InvalidInput(
+        "cannot read " + where +
+        (std::filesystem::exists(path, ec) ? ": not a regular file" : ": no such file"));
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw InvalidInput("cannot read " + where + ": " + ec.message());
+  if (size > max_bytes)
+    throw InvalidInput(where + " holds " + std::to_string(size) + " bytes; expected at most " +
+                       std::to_string(max_bytes));
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<std::size_t>(size), '\0');
+  if (!in || !in.read(text.data(), static_cast<std::streamsize>(text.size())))
+    throw InvalidInput("cannot read " + where);
+  return text;
+}
+
+std::string read_token_file(const std::string& path, const char* what) {
+  std::string t = read_small_file(path, what, 4096);
+  while (!t.empty() && (t.back() == '\n' || t.back() == '\r')) t.pop_back();
+  return t;
 }
 
 std::string sha256_file(const std::string& path) {

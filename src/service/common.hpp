@@ -31,6 +31,14 @@ inline std::string sha256_hex(const std::string& s) { return sha256_hex(s.data()
 /// SHA-256 of a whole file, read in blocks (IoError naming the file).
 std::string sha256_file(const std::string& path);
 
+/// The whole of a small file the server or a client is pointed at (a token, a PEM certificate
+/// or key, a JSON spec). `what` names it in errors ("TLS key"). Throws InvalidInput when the path
+/// is not a readable regular file or holds more than max_bytes (checked before reading).
+std::string read_small_file(const std::string& path, const char* what,
+                            std::size_t max_bytes = std::size_t{1} << 20);
+/// A token file: read_small_file without the line breaks that end it.
+std::string read_token_file(const std::string& path, const char* what);
+
 /// A new secret: "dca_" followed by 43 characters (32 bytes from OpenSSL's RAND_bytes, base64url).
 std::string new_token();
 /// A new collaboration id: "c" followed by 32 hex digits (16 random bytes).

@@ -19,14 +19,6 @@
 namespace dcalign::service {
 namespace {
 
-std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InvalidInput(std::string("cannot read the ") + what + " file '" + path + "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 bool loopback_host(const std::string& listen) {
   const auto colon = listen.rfind(':');
   const std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
@@ -98,8 +90,8 @@ void Server::start() {
     creds = grpc::InsecureServerCredentials();
   } else {
     grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({read_text(s.opts.tls_key_file, "TLS key"),
-                                      read_text(s.opts.tls_cert_file, "TLS certificate")});
+    ssl.pem_key_cert_pairs.push_back({read_small_file(s.opts.tls_key_file, "TLS key"),
+                                      read_small_file(s.opts.tls_cert_file, "TLS certificate")});
     creds = grpc::SslServerCredentials(ssl);
   }
   grpc::EnableDefaultHealthCheckService(true);

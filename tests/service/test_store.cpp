@@ -1,6 +1,10 @@
 // The SQLite store and the small pieces (tokens, names, SHA-256) on their own.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "dcalign/error.hpp"
 #include "service/common.hpp"
 #include "service/store.hpp"
@@ -85,6 +89,33 @@ TEST(ServiceCommon, NamesCannotLeaveTheirDirectory) {
   for (const char* bad : {"", ".", "..", "../x", "a/b", "a..b", ".hidden", "-x", "a b", "a\\b"})
     EXPECT_THROW(check_name("n", bad), InvalidInput) << bad;
   EXPECT_THROW(check_name("n", std::string(65, 'a')), InvalidInput);
+}
+
+// Tokens, certificates, keys and specs: a bounded read, errors that name the file and what it
+// should hold, and a token without the line break an editor leaves.
+TEST(ServiceCommon, SmallFilesAreBoundedAndNamed) {
+  TempDir dir;
+  const auto expect_error = [](const std::string& path, const char* what, std::size_t max,
+                               const std::vector<std::string>& fragments) {
+    try {
+      (void)read_small_file(path, what, max);
+      ADD_FAILURE() << "no error for " << path;
+    } catch (const InvalidInput& e) {
+      for (const auto& f : fragments)
+        EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << f << " in " << e.what();
+    }
+  };
+  const std::string pem = (dir.path / "ca.pem").string(), token = (dir.path / "t").string();
+  std::ofstream(pem) << "-----BEGIN CERTIFICATE-----\nabc\n";
+  std::ofstream(token) << kAnalystToken << "\r\n\n";
+  EXPECT_EQ(read_small_file(pem, "CA certificate"), "-----BEGIN CERTIFICATE-----\nabc\n");
+  EXPECT_EQ(read_token_file(token, "token"), kAnalystToken);
+  expect_error(pem, "CA certificate", 10,
+               {"CA certificate file", "ca.pem", "32 bytes", "at most 10"});
+  expect_error((dir.path / "none").string(), "TLS key", 100, {"TLS key file", "no such file"});
+  expect_error(dir.path.string(), "spec", 100, {"spec file", "not a regular file"});
+  std::ofstream((dir.path / "big").string()) << std::string(5000, 'x');
+  EXPECT_THROW((void)read_token_file((dir.path / "big").string(), "token"), InvalidInput);
 }
 
 }  // namespace
