@@ -20,6 +20,7 @@
 
 #include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
+#include "temp_dir.hpp"
 #include "test_util.hpp"
 
 namespace dcalign {
@@ -111,27 +112,9 @@ void expect_io(F&& f, const std::vector<std::string>& fragments) {
   expect_error_of(f, fragments, true);
 }
 
-/// A fresh directory per test.
-class TempDir {
+class TempDir : public dcalign::testing::TempDir {
  public:
-  TempDir() {
-    dir_ = fs::temp_directory_path() /
-           ("dcalign_aligner_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~TempDir() { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename().string());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path dir_;
+  TempDir() : dcalign::testing::TempDir("dcalign_aligner") {}
 };
 
 template <typename T>
@@ -225,8 +208,8 @@ TYPED_TEST(AlignerEnrol, OdcExplicitTargetIsKept) {
         << "user " << i;
   }
   TempDir tmp;
-  aligner.save(tmp.path("m"));
-  const auto j = nlohmann::json::parse(std::ifstream(tmp.path("m/model.json")));
+  aligner.save(tmp.file("m"));
+  const auto j = nlohmann::json::parse(std::ifstream(tmp.file("m/model.json")));
   EXPECT_EQ(j["options"]["target"], "explicit");
 }
 
@@ -348,7 +331,7 @@ TYPED_TEST(AlignerEnrol, SaveLoadRoundTripIsBitIdentical) {
     opts.right = RightFactor::uniform;
     Aligner<T> aligner;
     aligner.fit(users(all, 0, 3), opts);
-    const std::string dir = tmp.path("model_" + to_string(m));
+    const std::string dir = tmp.file("model_" + to_string(m));
     aligner.save(dir);
     const Aligner<T> loaded = Aligner<T>::load(dir);
     EXPECT_EQ(loaded.method(), m);
@@ -499,7 +482,7 @@ class BadModel : public ::testing::Test {
  protected:
   void SetUp() override {
     f_ = fitted(Method::odc);
-    dir_ = tmp_.path("model");
+    dir_ = tmp_.file("model");
     f_.aligner.save(dir_);
   }
   TempDir tmp_;
@@ -508,9 +491,9 @@ class BadModel : public ::testing::Test {
 };
 
 TEST_F(BadModel, MissingOrNotADirectory) {
-  expect_io([&] { Aligner<double>::load(tmp_.path("nope")); }, {"nope", "no such directory"});
-  spit(tmp_.path("file"), "x");
-  expect_io([&] { Aligner<double>::load(tmp_.path("file")); }, {"file", "not a directory"});
+  expect_io([&] { Aligner<double>::load(tmp_.file("nope")); }, {"nope", "no such directory"});
+  spit(tmp_.file("file"), "x");
+  expect_io([&] { Aligner<double>::load(tmp_.file("file")); }, {"file", "not a directory"});
   fs::remove(dir_ + "/model.json");
   expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "does not exist"});
 }
@@ -595,14 +578,14 @@ TEST_F(BadModel, OtherPrecision) {
 }
 
 TEST_F(BadModel, SaveRefusesToReplaceWhatIsNotAModel) {
-  spit(tmp_.path("precious.txt"), "keep me");
-  expect_io([&] { f_.aligner.save(tmp_.path("precious.txt")); },
+  spit(tmp_.file("precious.txt"), "keep me");
+  expect_io([&] { f_.aligner.save(tmp_.file("precious.txt")); },
             {"precious.txt", "not a dcalign model directory"});
-  EXPECT_EQ(slurp(tmp_.path("precious.txt")), "keep me");
-  fs::create_directory(tmp_.path("somedir"));
-  expect_io([&] { f_.aligner.save(tmp_.path("somedir")); },
+  EXPECT_EQ(slurp(tmp_.file("precious.txt")), "keep me");
+  fs::create_directory(tmp_.file("somedir"));
+  expect_io([&] { f_.aligner.save(tmp_.file("somedir")); },
             {"somedir", "not a dcalign model directory"});
-  expect_io([&] { f_.aligner.save(tmp_.path("no/such/parent/model")); },
+  expect_io([&] { f_.aligner.save(tmp_.file("no/such/parent/model")); },
             {"does not exist", "no/such/parent"});
   EXPECT_EQ(tmp_.entries(), (std::vector<std::string>{"model", "precious.txt", "somedir"}));
 }

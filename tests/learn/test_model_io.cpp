@@ -22,6 +22,7 @@
 #include "dcalign/random.hpp"
 #include "learn/model_io.hpp"
 #include "learn/toy_data.hpp"
+#include "temp_dir.hpp"
 
 namespace dcalign::learn {
 namespace {
@@ -62,26 +63,9 @@ std::vector<std::uint64_t> bits(const Matrix<double>& m) {
   return bits(std::vector<double>(m.data(), m.data() + m.size()));
 }
 
-class TempDir {
+class TempDir : public dcalign::testing::TempDir {
  public:
-  TempDir() {
-    dir_ = fs::temp_directory_path() /
-           ("dcalign_model_io_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  ~TempDir() { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir_)) out.push_back(e.path().filename());
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  fs::path dir_;
+  TempDir() : dcalign::testing::TempDir("dcalign_model_io") {}
 };
 
 template <typename F>
@@ -185,7 +169,7 @@ TEST_P(RoundTrip, PredictsBitForBit) {
   const Data fresh = training_data(c, 12, 60);
   auto model = make_model(c.kind, small_options(c));
   model->fit(train.X, train.y, c.classes);
-  const std::string dir = tmp.path("model");
+  const std::string dir = tmp.file("model");
   model->save(dir);
   const auto loaded = load_model(dir);
   ASSERT_TRUE(loaded->fitted());
@@ -200,7 +184,7 @@ TEST_P(RoundTrip, PredictsBitForBit) {
   EXPECT_EQ(nlohmann::json::parse(slurp(dir + "/model.json"))["target_scaling"].is_object(),
             c.scale && c.classes == 0);
   // Saving the loaded model writes the same files, byte for byte.
-  const std::string again = tmp.path("again");
+  const std::string again = tmp.file("again");
   loaded->save(again);
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename());
@@ -248,8 +232,8 @@ TEST(ModelIo, FedAvgModelRoundTrips) {
   FedAvgOptions fo;
   fo.rounds = 3;
   const auto model = fit_fedavg({a.X, b.X}, {a.y, b.y}, 0, o, fo);
-  model->save(tmp.path("m"));
-  const auto loaded = load_model(tmp.path("m"));
+  model->save(tmp.file("m"));
+  const auto loaded = load_model(tmp.file("m"));
   EXPECT_EQ(bits(loaded->predict(fresh.X)), bits(model->predict(fresh.X)));
   expect_same_fit_info(model->info(), loaded->info());
 }
@@ -257,7 +241,7 @@ TEST(ModelIo, FedAvgModelRoundTrips) {
 TEST(ModelIo, UnfittedModelIsNotSaved) {
   TempDir tmp;
   auto model = make_model("knn");
-  EXPECT_THROW(model->save(tmp.path("m")), InvalidInput);
+  EXPECT_THROW(model->save(tmp.file("m")), InvalidInput);
   EXPECT_TRUE(tmp.entries().empty());
 }
 
@@ -275,29 +259,29 @@ TEST(ModelIo, ReplacesOnlyAModel) {
   }());
   forest->fit(d.X, d.y, 2);
   // A model replaces a model, of another kind too: none of the old files stays.
-  const std::string dir = tmp.path("m");
+  const std::string dir = tmp.file("m");
   knn->save(dir);
   forest->save(dir + "/");
   EXPECT_EQ(load_model(dir)->name(), "forest");
   EXPECT_FALSE(fs::exists(dir + "/train.npy"));
   // A directory that is not a model, a file, a model with a foreign file: refused, untouched.
-  fs::create_directory(tmp.path("mine"));
-  spit(tmp.path("mine/precious.txt"), "keep me");
-  expect_io([&] { knn->save(tmp.path("mine")); },
+  fs::create_directory(tmp.file("mine"));
+  spit(tmp.file("mine/precious.txt"), "keep me");
+  expect_io([&] { knn->save(tmp.file("mine")); },
             {"mine", "not a dcalign model directory", "precious.txt"});
-  EXPECT_EQ(slurp(tmp.path("mine/precious.txt")), "keep me");
-  spit(tmp.path("file.txt"), "keep me too");
-  expect_io([&] { knn->save(tmp.path("file.txt")); }, {"file.txt", "not a directory"});
-  EXPECT_EQ(slurp(tmp.path("file.txt")), "keep me too");
+  EXPECT_EQ(slurp(tmp.file("mine/precious.txt")), "keep me");
+  spit(tmp.file("file.txt"), "keep me too");
+  expect_io([&] { knn->save(tmp.file("file.txt")); }, {"file.txt", "not a directory"});
+  EXPECT_EQ(slurp(tmp.file("file.txt")), "keep me too");
   spit(dir + "/notes.txt", "mine");
   expect_io([&] { knn->save(dir); }, {"notes.txt", "not part of a model"});
   EXPECT_EQ(load_model(dir)->name(), "forest");
   fs::remove(dir + "/notes.txt");
   // An aligner's model directory is another format: not replaced either.
-  fs::create_directory(tmp.path("aligner"));
-  spit(tmp.path("aligner/model.json"), R"({"format": "dcalign-aligner", "format_version": 1})");
-  expect_io([&] { knn->save(tmp.path("aligner")); }, {"not a dcalign model directory"});
-  expect_io([&] { knn->save(tmp.path("no/such/parent/m")); }, {"does not exist"});
+  fs::create_directory(tmp.file("aligner"));
+  spit(tmp.file("aligner/model.json"), R"({"format": "dcalign-aligner", "format_version": 1})");
+  expect_io([&] { knn->save(tmp.file("aligner")); }, {"not a dcalign model directory"});
+  expect_io([&] { knn->save(tmp.file("no/such/parent/m")); }, {"does not exist"});
   EXPECT_EQ(tmp.entries(), (std::vector<std::string>{"aligner", "file.txt", "m", "mine"}));
 }
 
@@ -311,7 +295,7 @@ class BadModel : public ::testing::Test {
     const Data d = training_data(c, 21, 90);
     auto m = make_model(kind, small_options(c));
     m->fit(d.X, d.y, classes);
-    const std::string dir = tmp_.path(kind);
+    const std::string dir = tmp_.file(kind);
     m->save(dir);
     return dir;
   }
@@ -319,9 +303,9 @@ class BadModel : public ::testing::Test {
 };
 
 TEST_F(BadModel, MissingDirectoryOrFile) {
-  expect_io([&] { load_model(tmp_.path("nope")); }, {"nope", "no such directory"});
-  spit(tmp_.path("file"), "x");
-  expect_io([&] { load_model(tmp_.path("file")); }, {"file", "not a directory"});
+  expect_io([&] { load_model(tmp_.file("nope")); }, {"nope", "no such directory"});
+  spit(tmp_.file("file"), "x");
+  expect_io([&] { load_model(tmp_.file("file")); }, {"file", "not a directory"});
   const std::string dir = saved("mlp");
   fs::remove(dir + "/b1.npy");
   expect_io([&] { load_model(dir); }, {"b1.npy", "parameter 'b1'", "parameters[3]"});
@@ -444,7 +428,7 @@ TEST_F(BadModel, NonFiniteParameter) {
     expect_io([&] { load_model(dir); },
               {"W1.npy", "parameter 'W1'", "non-finite", "row 2, column 3"});
   }
-  const std::string lin = tmp_.path("linear");
+  const std::string lin = tmp_.file("linear");
   {
     const Data d = regression(30, 4);
     auto m = make_model("linear");
@@ -482,9 +466,9 @@ TEST_F(BadModel, DamagedBooster) {
     const Data d = training_data(c, 3, 50);
     auto m = make_model("forest", small_options(c));
     m->fit(d.X, d.y, 0);
-    m->save(tmp_.path("regression"));
+    m->save(tmp_.file("regression"));
   }
-  const std::string reg = slurp(tmp_.path("regression") + "/booster.json");
+  const std::string reg = slurp(tmp_.file("regression") + "/booster.json");
   spit(dir + "/booster.json", reg);
   edit_json(dir, [&](nlohmann::json& j) {
     j["native_files"][0]["bytes"] = reg.size();

@@ -13,6 +13,7 @@
 
 #include "service/client.hpp"
 #include "service/server.hpp"
+#include "temp_dir.hpp"
 
 namespace dcalign::service::testing {
 
@@ -21,20 +22,7 @@ namespace fs = std::filesystem;
 inline const std::string kAnalystToken = "analyst-test-token-0123456789";
 
 /// A directory removed at the end of the test.
-struct TempDir {
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("dcalign-service-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
+using TempDir = dcalign::testing::TempDir;
 
 inline ServerOptions test_options(const fs::path& data) {
   ServerOptions o;
