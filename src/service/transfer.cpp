@@ -47,31 +47,43 @@ class Fd {
   throw IoError(what + " " + p.string() + ": " + std::strerror(errno));
 }
 
-// The first non-finite value of the raw float64 file, as (row, column), or (-1, -1).
-std::pair<std::int64_t, std::int64_t> first_non_finite(const fs::path& p, std::uint64_t rows) {
+// One pass over a finished part (raw float64, column-major, `rows` rows): its SHA-256, its
+// first non-finite value as (row, column), and, when `classes` > 0, its first value that is not
+// a class index 0..classes-1 as (row, value). -1 where there is none.
+struct PartScan {
+  std::string sha256;
+  std::int64_t bad_row = -1, bad_col = -1;
+  std::int64_t label_row = -1;
+  double label = 0;
+};
+
+PartScan scan_part(const fs::path& p, std::uint64_t rows, std::uint32_t classes) {
   std::ifstream in(p, std::ios::binary);
   if (!in) io_failure("cannot open", p);
+  PartScan out;
+  Sha256 sha;
   std::vector<double> buf(1 << 16);
   std::uint64_t index = 0;
   while (in) {
     in.read(reinterpret_cast<char*>(buf.data()),
             static_cast<std::streamsize>(buf.size() * sizeof(double)));
-    const auto n = static_cast<std::size_t>(in.gcount()) / sizeof(double);
-    for (std::size_t k = 0; k < n; ++k, ++index)
-      if (!std::isfinite(buf[k]))
-        return {static_cast<std::int64_t>(index % rows), static_cast<std::int64_t>(index / rows)};
+    const auto bytes = static_cast<std::size_t>(in.gcount());
+    sha.update(buf.data(), bytes);
+    const std::size_t n = bytes / sizeof(double);
+    for (std::size_t k = 0; k < n; ++k, ++index) {
+      const double v = buf[k];
+      if (out.bad_row < 0 && !std::isfinite(v)) {
+        out.bad_row = static_cast<std::int64_t>(index % rows);
+        out.bad_col = static_cast<std::int64_t>(index / rows);
+      }
+      if (classes > 0 && out.label_row < 0 && !(v >= 0 && v < classes && v == std::floor(v))) {
+        out.label_row = static_cast<std::int64_t>(index);
+        out.label = v;
+      }
+    }
   }
-  return {-1, -1};
-}
-
-// The first label that is not a class index 0..classes-1, as (row, value), or (-1, 0).
-std::pair<std::int64_t, double> first_bad_label(const fs::path& p, std::uint32_t classes) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in) io_failure("cannot open", p);
-  double v = 0;
-  for (std::int64_t row = 0; in.read(reinterpret_cast<char*>(&v), sizeof v); ++row)
-    if (!(v >= 0 && v < classes && v == std::floor(v))) return {row, v};
-  return {-1, 0.0};
+  out.sha256 = sha.hex();
+  return out;
 }
 
 }  // namespace
@@ -212,31 +224,31 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
     std::error_code ec;
     fs::remove(file, ec);
   };
-  const std::string got = sha256_file(file.string());
-  if (got != r.sha256) {
+  // The labels of a classification are class indices; checked in the same pass.
+  v1::CollaborationSpec spec;
+  const std::uint32_t classes =
+      part == v1::PART_LABELS && s_.load_spec(id, &spec) ? spec.num_classes() : 0;
+  const PartScan scan = scan_part(file, r.rows, classes);
+  if (scan.sha256 != r.sha256) {
     discard();
     return error(StatusCode::INVALID_ARGUMENT, "checksum mismatch: the " + std::to_string(r.total) +
-                                                   " bytes of the " + what + " have sha256 " + got +
-                                                   ", the header declared " + r.sha256 +
-                                                   "; the upload was discarded");
+                                                   " bytes of the " + what + " have sha256 " +
+                                                   scan.sha256 + ", the header declared " +
+                                                   r.sha256 + "; the upload was discarded");
   }
-  const auto [row, col] = first_non_finite(file, r.rows);
-  if (row >= 0) {
+  if (scan.bad_row >= 0) {
     discard();
     return error(StatusCode::INVALID_ARGUMENT,
-                 "the " + what + " has a NaN or Inf at row " + std::to_string(row) + ", column " +
-                     std::to_string(col) + "; the upload was discarded");
+                 "the " + what + " has a NaN or Inf at row " + std::to_string(scan.bad_row) +
+                     ", column " + std::to_string(scan.bad_col) + "; the upload was discarded");
   }
-  v1::CollaborationSpec spec;
-  if (part == v1::PART_LABELS && s_.load_spec(id, &spec) && spec.num_classes() > 0) {
-    const auto [bad_row, value] = first_bad_label(file, spec.num_classes());
-    if (bad_row >= 0) {
-      discard();
-      return error(StatusCode::INVALID_ARGUMENT,
-                   "label " + std::to_string(value) + " at row " + std::to_string(bad_row) +
-                       " is not a class index: expected a whole number from 0 to " +
-                       std::to_string(spec.num_classes() - 1) + "; the upload was discarded");
-    }
+  if (scan.label_row >= 0) {
+    discard();
+    return error(StatusCode::INVALID_ARGUMENT,
+                 "label " + std::to_string(scan.label) + " at row " +
+                     std::to_string(scan.label_row) +
+                     " is not a class index: expected a whole number from 0 to " +
+                     std::to_string(classes - 1) + "; the upload was discarded");
   }
   const fs::path done = s_.part_file(id, me, part, true);
   if (::rename(file.c_str(), done.c_str()) != 0) io_failure("cannot rename", file);
