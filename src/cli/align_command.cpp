@@ -287,13 +287,10 @@ void run_distributed_command(const AlignArgs& a, const CLI::App& cmd) {
     auto comm = dist::make_mpi_communicator();
     std::string message;
     try {
-      if (a.precision == "float64" || a.precision == "double")
-        run_distributed<double>(a, cmd, *comm);
-      else if (a.precision == "float32" || a.precision == "float")
+      if (is_float32(a.precision))  // add_precision has checked the name
         run_distributed<float>(a, cmd, *comm);
       else
-        throw InvalidInput("unknown --precision '" + a.precision +
-                           "'; expected float64 or float32");
+        run_distributed<double>(a, cmd, *comm);
     } catch (const UsageError& e) {
       status = 2;
       message = e.what();
@@ -341,30 +338,22 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
                if (parse_target_rotation(v) == TargetRotation::supplied)
                  throw InvalidInput("'supplied' is given by --rotation; expected haar or identity");
              });
-  add_choice(cmd, "--right", args.right, "Imakura's R: identity | uniform",
-             [](const std::string& v) {
-               if (parse_right_factor(v) == RightFactor::supplied)
-                 throw InvalidInput("expected identity or uniform");
-             });
+  add_right_factor(cmd, args.right);
   add_integer(cmd, "--reference-user", args.reference_user, 0, kMaxUsers - 1,
               "ODC reference user r (0-based)");
   cmd->add_option("--device", args.device, "cpu | cuda")
       ->capture_default_str()
       ->check(device_names());
-  add_choice(cmd, "--precision", args.precision, "float64 | float32", [](const std::string& v) {
-    if (v != "float64" && v != "double" && v != "float32" && v != "float")
-      throw InvalidInput("unknown precision; expected float64 or float32");
-  });
-  add_choice(cmd, "--svd", args.svd,
-             "gram | exact | randomized: top singular vectors for Imakura, Kawakami, GOPP's "
-             "start, OPP and RDP's starts (gram falls back to exact when sigma_1/sigma_l > 100)",
-             [](const std::string& v) { (void)parse_svd_algorithm(v); });
+  add_precision(cmd, args.precision);
+  add_svd_algorithm(
+      cmd, args.svd,
+      "gram | exact | randomized: top singular vectors for Imakura, Kawakami, GOPP's start, OPP "
+      "and RDP's starts (gram falls back to exact when sigma_1/sigma_l > 100)");
   add_integer(cmd, "--oversampling", args.oversampling, 0, kMaxOversampling,
               "randomized SVD oversampling");
   add_integer(cmd, "--power-iterations", args.power_iterations, 0, kMaxPowerIterations,
               "randomized SVD power iterations");
-  add_choice(cmd, "--kawakami-form", args.kawakami_form, "qr-svd | eigen",
-             [](const std::string& v) { (void)parse_kawakami_form(v); });
+  add_kawakami_form(cmd, args.kawakami_form);
   add_choice(cmd, "--polar", args.polar,
              "ODC/GOPP/OPP/RDP polar factors: auto | svd (one SVD per user) | iterative "
              "(batched Newton)",
@@ -406,13 +395,10 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
 #endif
     }
     check_align_args(args, *cmd);
-    if (args.precision == "float64" || args.precision == "double")
-      run<double>(args);
-    else if (args.precision == "float32" || args.precision == "float")
+    if (is_float32(args.precision))  // add_precision has checked the name
       run<float>(args);
     else
-      throw InvalidInput("unknown --precision '" + args.precision +
-                         "'; expected float64 or float32");
+      run<double>(args);
   });
 }
 

@@ -76,6 +76,16 @@ CLI::Option* add_real(CLI::App* cmd, const std::string& names, double& var,
 CLI::Option* add_choice(CLI::App* cmd, const std::string& names, std::string& var,
                         const std::string& desc,
                         const std::function<void(const std::string&)>& parse);
+/// The alignment options that `align` and `align-ragged` share, each checked by the library's
+/// parser: --right (Imakura's R: identity | uniform; a supplied R is not an option),
+/// --precision (float64 | float32, with the aliases double and float), --svd (gram | exact |
+/// randomized) and --kawakami-form (qr-svd | eigen).
+CLI::Option* add_right_factor(CLI::App* cmd, std::string& var);
+CLI::Option* add_precision(CLI::App* cmd, std::string& var);
+CLI::Option* add_svd_algorithm(CLI::App* cmd, std::string& var, const std::string& desc);
+CLI::Option* add_kawakami_form(CLI::App* cmd, std::string& var);
+/// float32 for "float32" or "float", else float64 (after add_precision's check).
+bool is_float32(const std::string& precision);
 /// A file or directory path: an empty one is a usage error, never "not given".
 CLI::Option* add_path(CLI::App* cmd, const std::string& names, std::string& var,
                       const std::string& desc);

@@ -79,19 +79,10 @@ void add_ragged_command(CLI::App& app) {
   add_path(cmd, "--target-out", args.target_out, "imakura: write the target Z (a x dim) here");
   add_path(cmd, "--report", args.report, "write the JSON report here");
   add_unsigned(cmd, "--seed", args.seed, "seed of Imakura's uniform R and randomized SVD");
-  add_choice(cmd, "--right", args.right, "Imakura's R: identity | uniform",
-             [](const std::string& v) {
-               if (parse_right_factor(v) == RightFactor::supplied)
-                 throw InvalidInput("expected identity or uniform");
-             });
-  add_choice(cmd, "--svd", args.svd, "gram | exact | randomized",
-             [](const std::string& v) { (void)parse_svd_algorithm(v); });
-  add_choice(cmd, "--kawakami-form", args.kawakami_form, "qr-svd | eigen",
-             [](const std::string& v) { (void)parse_kawakami_form(v); });
-  add_choice(cmd, "--precision", args.precision, "float64 | float32", [](const std::string& v) {
-    if (v != "float64" && v != "float32")
-      throw InvalidInput("unknown precision; expected float64 or float32");
-  });
+  add_right_factor(cmd, args.right);
+  add_svd_algorithm(cmd, args.svd, "gram | exact | randomized");
+  add_kawakami_form(cmd, args.kawakami_form);
+  add_precision(cmd, args.precision);
   cmd->add_option("--device", args.device, "cpu | cuda")
       ->capture_default_str()
       ->check(device_names());
@@ -101,7 +92,7 @@ void add_ragged_command(CLI::App& app) {
         if (v.empty()) throw UsageError("an empty path was given");
       });
   cmd->callback([cmd] {
-    if (args.precision == "float32")
+    if (is_float32(args.precision))
       run_ragged<float>(args, *cmd);
     else
       run_ragged<double>(args, *cmd);

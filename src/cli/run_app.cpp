@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "cli/commands.hpp"
+#include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/error.hpp"
 #include "io/staged_outputs.hpp"
@@ -151,6 +152,35 @@ CLI::Option* add_choice(CLI::App* cmd, const std::string& names, std::string& va
   });
   o->default_str(var);
   return o;
+}
+
+CLI::Option* add_right_factor(CLI::App* cmd, std::string& var) {
+  return add_choice(cmd, "--right", var, "Imakura's R: identity | uniform",
+                    [](const std::string& v) {
+                      if (parse_right_factor(v) == RightFactor::supplied)
+                        throw InvalidInput("expected identity or uniform");
+                    });
+}
+
+CLI::Option* add_precision(CLI::App* cmd, std::string& var) {
+  return add_choice(cmd, "--precision", var, "float64 | float32", [](const std::string& v) {
+    if (v != "float64" && v != "double" && v != "float32" && v != "float")
+      throw InvalidInput("unknown precision; expected float64 or float32");
+  });
+}
+
+bool is_float32(const std::string& precision) {
+  return precision == "float32" || precision == "float";
+}
+
+CLI::Option* add_svd_algorithm(CLI::App* cmd, std::string& var, const std::string& desc) {
+  return add_choice(cmd, "--svd", var, desc,
+                    [](const std::string& v) { (void)parse_svd_algorithm(v); });
+}
+
+CLI::Option* add_kawakami_form(CLI::App* cmd, std::string& var) {
+  return add_choice(cmd, "--kawakami-form", var, "qr-svd | eigen",
+                    [](const std::string& v) { (void)parse_kawakami_form(v); });
 }
 
 CLI::Option* add_path(CLI::App* cmd, const std::string& names, std::string& var,
