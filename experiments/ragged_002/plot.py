@@ -4,7 +4,7 @@
 
 Reads the ragged_002_<dataset>_<variant>.json results in DIR, where the variants are
   mixed_d20  l_i drawn from {20, 30, 50}, aligned into dim = 20
-  mixed_d50  l_i drawn from {20, 30, 50}, aligned into dim = 50
+  mixed_d40  l_i drawn from {20, 30, 50}, aligned into dim = 40
   equal_l20  every user at l = 20
   equal_l50  every user at l = 50
 and writes
@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from compare_paper import mean_ci  # noqa: E402  (mean and Student t 95% half-width)
 
 VARIANTS = [("mixed_d20", "l_i from {20, 30, 50}, dim 20", "-"),
-            ("mixed_d50", "l_i from {20, 30, 50}, dim 50", "-."),
+            ("mixed_d40", "l_i from {20, 30, 50}, dim 40", "-."),
             ("equal_l20", "all l = 20", ":"),
             ("equal_l50", "all l = 50", "--")]
 METHODS = [("imakura", "Imakura-DC"), ("kawakami", "Kawakami-DC")]
@@ -142,7 +142,7 @@ def summary(data, walls):
         lines.append("")
         lines.append("| users | mean l_i | smallest | largest |")
         lines.append("|---|---|---|---|")
-        mixed = variants.get("mixed_d20") or variants.get("mixed_d50")
+        mixed = variants.get("mixed_d20") or variants.get("mixed_d40")
         if mixed:
             for u in users:
                 vals = [mean_ci(mixed[(u, "dims", "-", k)])[0]
@@ -151,8 +151,8 @@ def summary(data, walls):
         lines.append("")
         lines.append("### Mixed against equal l (points; DC mean differences, NN)")
         lines.append("")
-        lines.append("| users | method | mixed d20 - all 20 | mixed d50 - all 50 | "
-                     "mixed d50 - all 20 |")
+        lines.append("| users | method | mixed d20 - all 20 | mixed d40 - all 50 | "
+                     "mixed d40 - all 20 |")
         lines.append("|---|---|---|---|---|")
         for u in users:
             for m, m_label in METHODS:
@@ -161,8 +161,8 @@ def summary(data, walls):
                     return mean_ci(cells[(u, m, "mlp", "accuracy")])[0] if cells else float("nan")
                 lines.append(
                     f"| {u} | {m_label} | {100 * (mean('mixed_d20') - mean('equal_l20')):+.1f} | "
-                    f"{100 * (mean('mixed_d50') - mean('equal_l50')):+.1f} | "
-                    f"{100 * (mean('mixed_d50') - mean('equal_l20')):+.1f} |")
+                    f"{100 * (mean('mixed_d40') - mean('equal_l50')):+.1f} | "
+                    f"{100 * (mean('mixed_d40') - mean('equal_l20')):+.1f} |")
         lines.append("")
     return "\n".join(lines)
 
