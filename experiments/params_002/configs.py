@@ -6,8 +6,9 @@ number of users growing; a 1000-sample holdout held by user 1) and three classif
 representation. The text gives the fixed values (500 anchors while the IR dimension varies, IR
 dimension 50 while the anchor count varies; kNN with k = 5, an RBF SVM with C = 10 and
 gamma = 0.01) but not the values swept, which appear only on the figure's axes. Ours are chosen:
-  params_002_dim:     dim in {10, 20, 30, 50, 100} at 500 anchors, models NN, kNN and SVM
-                      (panel (c) is its dim = 50 slice);
+  params_002_dim_d<l>: one config per IR dimension l in {10, 20, 30, 50, 100} at 500 anchors,
+                      models NN, kNN and SVM (panel (c) is params_002_dim_d50); one config per
+                      value rather than a [sweep] over dim so that each finishes on its own;
   params_002_anchors: anchor_rows in {100, 250, 500, 1000, 2000} at dim 50, NN only;
   params_002_svm_standardized: the dim = 50, 500-anchor point again for kNN and SVM with
                       standardize_aligned = true (not in 002; the remedy for the near-flat RBF
@@ -26,8 +27,9 @@ import os
 
 USERS = list(range(1, 11))
 FAMILIES = {
-    "dim": dict(what="IR dimension at 500 anchors", anchor_rows=500, dim=50,
-                models=["mlp", "knn", "svm"], sweep=("dim", [10, 20, 30, 50, 100]), extra=""),
+    **{"dim_d%d" % l: dict(what="IR dimension %d at 500 anchors" % l, anchor_rows=500, dim=l,
+                           models=["mlp", "knn", "svm"], sweep=None, extra="")
+       for l in (10, 20, 30, 50, 100)},
     "anchors": dict(what="anchor count at IR dimension 50", anchor_rows=500, dim=50,
                     models=["mlp"], sweep=("anchor_rows", [100, 250, 500, 1000, 2000]),
                     extra=""),

@@ -41,15 +41,17 @@ def load(directory):
         with open(path) as f:
             j = json.load(f)
         family = j["name"][len("params_002_"):]
-        cells = defaultdict(lambda: defaultdict(list))
+        fixed = None
+        if family.startswith("dim_d"):  # one config per IR dimension
+            family, fixed = "dim", j["config"]["dim"]
+        cells = data.setdefault(family, defaultdict(lambda: defaultdict(list)))
         for r in j["records"]:
             if r["metric"] != "accuracy":
                 continue
             p = parse(r.get("point", ""))
-            value = p.get(SWEPT.get(family, ""), None)
+            value = fixed if fixed is not None else p.get(SWEPT.get(family, ""), None)
             cells[(value, p["users"])][(r["method"], r["model"])].append(100 * r["value"])
-        data[family] = cells
-        walls[family] = (j.get("wall_seconds", 0.0), j["config"]["trials"], j.get("machine", ""))
+        walls[j["name"]] = (j.get("wall_seconds", 0.0), j["config"]["trials"], j.get("machine", ""))
     return data, walls
 
 
@@ -97,8 +99,8 @@ def main():
           "Test accuracy (%) on 1000 samples held by user 1, mean ± 95% CI half-width (Student t) "
           "over the trials; users of 100 samples each. DC is Imakura-DC on per-user SVD bases. "
           "Written by experiments/params_002/plot.py.", ""]
-    for family, (wall, trials, machine) in sorted(walls.items()):
-        md.append("- params_002_%s: %d trial(s), wall time %.0f s (%s)." % (family, trials, wall, machine))
+    for name, (wall, trials, machine) in sorted(walls.items()):
+        md.append("- %s: %d trial(s), wall time %.0f s (%s)." % (name, trials, wall, machine))
     md.append("")
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 4.8))
