@@ -12,7 +12,11 @@ gamma = 0.01) but not the values swept, which appear only on the figure's axes. 
   params_002_anchors: anchor_rows in {100, 250, 500, 1000, 2000} at dim 50, NN only;
   params_002_svm_standardized: the dim = 50, 500-anchor point again for kNN and SVM with
                       standardize_aligned = true (not in 002; the remedy for the near-flat RBF
-                      kernel on Imakura-DC's small-scale aligned features).
+                      kernel on Imakura-DC's small-scale aligned features);
+  params_002_anchors_standardized: DC-NN with standardize_aligned = true at 100, 500 and 2000
+                      anchors and 2, 5 and 10 users (not in 002; a check of whether the drop
+                      beyond 500 anchors comes from the aligned features' scale, which for
+                      Imakura-DC shrinks as the anchor grows).
 Each sweeps users over 1 to 10 (dim 100 is the largest a 100-sample user's SVD allows). The rest
 is experiments/fedavg_002's Type 1 protocol without FedAvg and ODC: Imakura-DC on per-user SVD
 bases (DiffSpan-Orth) with a Unif[0, 1) anchor, the 512-128 ReLU network for 24 epochs of
@@ -36,6 +40,10 @@ FAMILIES = {
     "svm_standardized": dict(what="kNN and SVM on standardized aligned features (not in 002)",
                              anchor_rows=500, dim=50, models=["knn", "svm"], sweep=None,
                              extra="standardize_aligned = true\n"),
+    "anchors_standardized": dict(what="NN on standardized aligned features (not in 002)",
+                                 anchor_rows=500, dim=50, models=["mlp"],
+                                 sweep=("anchor_rows", [100, 500, 2000]), users=[2, 5, 10],
+                                 methods=["imakura"], extra="standardize_aligned = true\n"),
 }
 
 TEMPLATE = """\
@@ -52,7 +60,7 @@ anchor_rows = {anchor_rows}
 anchor = "uniform"
 dim = {dim}
 conditions = ["DiffSpan-Orth"]
-methods = ["central", "local", "imakura"]
+methods = [{methods}]
 models = [{models}]
 {extra}{mlp}{knn}{svm}metrics = ["accuracy"]
 trials = {trials}
@@ -79,13 +87,14 @@ def main():
     a = p.parse_args()
     for family, f in FAMILIES.items():
         name = "params_002_" + family
-        sweep = "users = %s\n" % USERS
+        sweep = "users = %s\n" % f.get("users", USERS)
         if f["sweep"]:
             key, values = f["sweep"]
             sweep = "%s = %s\n%s" % (key, values, sweep)
         text = TEMPLATE.format(
             what=f["what"], name=name, anchor_rows=f["anchor_rows"], dim=f["dim"],
             models=", ".join('"%s"' % m for m in f["models"]), extra=f["extra"],
+            methods=", ".join('"%s"' % m for m in f.get("methods", ["central", "local", "imakura"])),
             mlp=MLP if "mlp" in f["models"] else "",
             knn="knn_k = 5\n" if "knn" in f["models"] else "",
             svm="svm_C = 10\nsvm_gamma = 0.01\n" if "svm" in f["models"] else "",

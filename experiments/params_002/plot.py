@@ -9,7 +9,8 @@ Reads the params_002_*.json results in DIR and writes
                             (c) DC with NN, kNN and SVM at dimension 50 and 500 anchors, with the
                                 Individual baselines of each model (and, where run, kNN and SVM on
                                 standardized aligned features, which 002 does not have);
-  params_002_by_value.png   DC-NN against the swept value itself at 1, 2, 5 and 10 users;
+  params_002_by_value.png   DC-NN against the swept value itself at 1, 2, 5 and 10 users (and,
+                            where run, on standardized aligned features, dashed);
   params_002_summary.md     every mean, the paper's stated orderings checked on the means, and the
                             dim = 50, 500-anchor point against experiments/results/fedavg_002 (same
                             seed) where those results are present.
@@ -26,7 +27,7 @@ from collections import defaultdict
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from compare_paper import mean_ci  # noqa: E402  (mean and Student t 95% half-width)
 
-SWEPT = {"dim": "dim", "anchors": "anchor_rows"}
+SWEPT = {"dim": "dim", "anchors": "anchor_rows", "anchors_standardized": "anchor_rows"}
 TITLES = {"dim": "IR dimension (500 anchors)", "anchors": "anchor count (dimension 50)"}
 
 
@@ -156,7 +157,13 @@ def main():
                 if (values[0], u) not in cells:
                     continue
                 band(ax, values, {v: cells[(v, u)] for v in values}, ("imakura", "mlp"),
-                     "DC, NN, %d user(s)" % u, "-")
+                     "DC, NN, %d user(s)" % u, "-", color="C%d" % u)
+                std = data.get(family + "_standardized", {})
+                sv = sorted(v for v, uu in std if uu == u)
+                if sv:
+                    band(ax, sv, {v: std[(v, u)] for v in sv}, ("imakura", "mlp"),
+                         "DC, NN, %d user(s), standardized aligned (not in 002)" % u, "--",
+                         color="C%d" % u)
             ax.set_xscale("log")
             ax.set_xticks(values)
             ax.set_xticklabels([str(v) for v in values])
@@ -193,6 +200,20 @@ def main():
         held = [u for u, ok in mono if ok]
         md += ["", "- Means non-decreasing in %s: at users %s of %s." % (SWEPT[family], held, users),
                "- Best %s per user count: %s." % (SWEPT[family], ", ".join(best)), ""]
+        std = data.get(family + "_standardized", {})
+        if std:
+            sv = sorted({v for v, _ in std})
+            su = sorted({u for _, u in std})
+            md += ["DC-NN with standardize_aligned = true (not in 002) beside the plain runs above "
+                   "(same seed, so the same data and anchors):", "",
+                   "| users | " + " | ".join("%s = %d: plain / standardized" % (SWEPT[family], v)
+                                             for v in sv) + " |",
+                   "|" + "---|" * (len(sv) + 1)]
+            for u in su:
+                md.append("| %d | " % u + " | ".join(
+                    "%s / %s" % (fmt(cells[(v, u)].get(("imakura", "mlp"))),
+                                 fmt(std[(v, u)].get(("imakura", "mlp")))) for v in sv) + " |")
+            md.append("")
         if family == "dim":
             for model in ("knn", "svm"):
                 md += ["DC-%s against the IR dimension:" % model, "",
