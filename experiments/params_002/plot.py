@@ -200,6 +200,20 @@ def main():
         held = [u for u, ok in mono if ok]
         md += ["", "- Means non-decreasing in %s: at users %s of %s." % (SWEPT[family], held, users),
                "- Best %s per user count: %s." % (SWEPT[family], ", ".join(best)), ""]
+        # Paired by trial (common random numbers: the same data at every value).
+        lo, hi = values[0], values[-1]
+        diffs = []
+        for u in users:
+            for other in (lo, hi):
+                if other == ref_v:
+                    continue
+                a, b = cells[(other, u)].get(("imakura", "mlp"), []), cells[(ref_v, u)].get(("imakura", "mlp"), [])
+                n = min(len(a), len(b))
+                if n:
+                    diffs.append("%d users, %s %d minus %d: %s" % (
+                        u, SWEPT[family], other, ref_v, fmt([x - y for x, y in zip(a[:n], b[:n])])))
+        md += ["Paired differences of DC-NN (trial by trial, points):", ""] + \
+            ["- " + d for d in diffs] + [""]
         std = data.get(family + "_standardized", {})
         if std:
             sv = sorted({v for v, _ in std})
