@@ -218,15 +218,22 @@ def main():
         if std:
             sv = sorted({v for v, _ in std})
             su = sorted({u for _, u in std})
-            md += ["DC-NN with standardize_aligned = true (not in 002) beside the plain runs above "
-                   "(same seed, so the same data and anchors):", "",
-                   "| users | " + " | ".join("%s = %d: plain / standardized" % (SWEPT[family], v)
-                                             for v in sv) + " |",
+            md += ["DC-NN with standardize_aligned = true (not in 002) beside the plain runs above, "
+                   "on the trials both have (same seed, so the same data and anchors): plain / "
+                   "standardized, and the standardized run's paired difference from its own %s = %d:"
+                   % (SWEPT[family], ref_v), "",
+                   "| users | " + " | ".join("%s = %d" % (SWEPT[family], v) for v in sv) + " |",
                    "|" + "---|" * (len(sv) + 1)]
             for u in su:
-                md.append("| %d | " % u + " | ".join(
-                    "%s / %s" % (fmt(cells[(v, u)].get(("imakura", "mlp"))),
-                                 fmt(std[(v, u)].get(("imakura", "mlp")))) for v in sv) + " |")
+                row = []
+                for v in sv:
+                    st = std[(v, u)].get(("imakura", "mlp"), [])
+                    n = len(st)
+                    plain = cells[(v, u)].get(("imakura", "mlp"), [])[:n]
+                    ref = std.get((ref_v, u), {}).get(("imakura", "mlp"), [])
+                    d = " (%s)" % fmt([x - y for x, y in zip(st, ref)]) if v != ref_v and ref else ""
+                    row.append("%s / %s%s" % (fmt(plain), fmt(st), d))
+                md.append("| %d | " % u + " | ".join(row) + " |")
             md.append("")
         if family == "dim":
             for model in ("knn", "svm"):
