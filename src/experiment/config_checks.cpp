@@ -81,8 +81,6 @@ void check_dp(const Config& c) {
     key_error(c, "dp_row_range", "= " + show(c.dp_row_range) + " must be a finite number > 0");
 }
 
-// The [fedavg] keys this layer can read: FedAvg needs protocol "dc" and well-formed, distinct
-// configuration names (the learning layer checks the options they make, data_setup.cpp).
 // Users with different l_i (dim_per_user): the values, their assignment, the common dim and
 // what can run with them. The bounds that need the dataset (l_i <= m) follow in the runner.
 void check_user_dims(const Config& c) {
@@ -139,6 +137,8 @@ void check_user_dims(const Config& c) {
                   std::to_string(reach) + " (the sum of the l_i may be no larger)");
 }
 
+// The [fedavg] keys this layer can read: FedAvg needs protocol "dc" and well-formed, distinct
+// configuration names (the learning layer checks the options they make, data_setup.cpp).
 void check_fedavg(const Config& c) {
   using detail::key_error;
   if (std::find(c.methods.begin(), c.methods.end(), "fedavg") == c.methods.end()) return;

@@ -129,12 +129,11 @@ void Runner::trial(index_t t, Result& res) {
       const std::uint64_t s =
           derive(c_.seed, 19, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i);
       const index_t li = dims[static_cast<size_t>(i)];
-      if (shares_span(cond)) {
-        const Matrix<double>& v = v1[static_cast<size_t>(std::max(block_of(i), 0))];
-        users.back().choose_secret_basis_in(li == v.cols() ? v : leading_columns(v, li), mixing, s);
-      } else {
+      if (shares_span(cond))
+        users.back().choose_secret_basis_in(
+            leading_columns(v1[static_cast<size_t>(std::max(block_of(i), 0))], li), mixing, s);
+      else
         users.back().choose_secret_basis(li, mixing, s, c_.centered());
-      }
       released.push_back(users.back().release_data());
       if (c_.privacy_defence) {  // before any noise: the user decides on its own rows
         try {
