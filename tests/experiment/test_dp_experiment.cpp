@@ -15,6 +15,7 @@
 #include "dcalign/experiment.hpp"
 #include "dcalign/privacy.hpp"
 #include "experiment/config_files.hpp"
+#include "experiment/records.hpp"
 
 namespace dcalign {
 namespace {
@@ -83,10 +84,7 @@ experiment::Config small(const std::string& target) {
 
 double value(const experiment::Result& r, const std::string& cond, const std::string& method,
              const std::string& metric = "accuracy") {
-  for (const auto& rec : r.records)
-    if (rec.condition == cond && rec.method == method && rec.metric == metric) return rec.value;
-  ADD_FAILURE() << "no record " << cond << " " << method << " " << metric;
-  return NAN;
+  return testing::record_value(r, cond, method, metric);
 }
 
 TEST(ExperimentDp, ProgrammaticBadValuesFailBeforeAnyTraining) {

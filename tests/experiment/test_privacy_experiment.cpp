@@ -20,6 +20,7 @@
 #include "dcalign/random.hpp"
 #include "experiment/config_files.hpp"
 #include "experiment/nri_dc.hpp"
+#include "experiment/records.hpp"
 
 namespace dcalign {
 namespace {
@@ -105,10 +106,7 @@ experiment::Config small(index_t dim) {
 
 double value(const experiment::Result& r, const std::string& metric,
              const std::string& cond = "DiffSpan-Orth") {
-  for (const auto& rec : r.records)
-    if (rec.condition == cond && rec.method == "privacy" && rec.metric == metric) return rec.value;
-  ADD_FAILURE() << "no record " << cond << " privacy " << metric;
-  return NAN;
+  return testing::record_value(r, cond, "privacy", metric);
 }
 
 TEST(ExperimentPrivacy, ProgrammaticBadValuesFailBeforeAnyWork) {

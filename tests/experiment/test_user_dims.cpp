@@ -11,6 +11,7 @@
 
 #include "dcalign/experiment.hpp"
 #include "experiment/config_files.hpp"
+#include "experiment/records.hpp"
 
 namespace dcalign {
 namespace {
@@ -41,16 +42,12 @@ experiment::Config small(index_t users) {
   return c;
 }
 
+// The baselines' records carry condition "-".
 double value(const experiment::Result& r, const std::string& method,
              const std::string& metric = "accuracy", index_t trial = 0,
              const std::string& cond = "DiffSpan-Orth") {
-  for (const auto& rec : r.records)
-    if (rec.trial == trial &&
-        rec.condition == (method == "central" || method == "local" ? "-" : cond) &&
-        rec.method == method && rec.metric == metric)
-      return rec.value;
-  ADD_FAILURE() << "no record " << method << " " << metric << " in trial " << trial;
-  return NAN;
+  return testing::record_value(r, method == "central" || method == "local" ? "-" : cond, method,
+                               metric, trial);
 }
 
 TEST(ExperimentUserDims, KeysAreReadAndKeptOutOfTheDefault) {
