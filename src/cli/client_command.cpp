@@ -12,7 +12,6 @@
 
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.hpp"
 #include "core/model_file.hpp"

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "core/model_file.hpp"
