@@ -35,6 +35,12 @@ struct PolarOptions {
   /// Callers that can recompute the matrix itself more accurately turn this off (ODC recomputes
   /// M_i = A_i^T Z from A_i and Z: src/core/promote.cpp).
   bool promote = true;
+  /// float32 with a float64 backend only: a doubtful matrix (see fallback_ratio) gets neither
+  /// an SVD nor a promotion here. Its G_k is the iteration's and its sigma_min is reported as 0,
+  /// so that a caller that recomputes such matrices in float64 itself (ODC, OPP and GOPP form
+  /// M_i = A_i^T Z again from A_i and Z: src/core/promote.cpp) does so for every one of them
+  /// without paying a float32 SVD first.
+  bool defer_doubtful = false;
 };
 
 /// G_k = polar factor of M_k (of M_k^T when `transposed`), k = 1..count; M may be strided, G is

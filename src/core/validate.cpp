@@ -198,7 +198,8 @@ PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products) {
   po.method = ctx.opts.polar;
   po.fallback_ratio = ctx.rank_tolerance;  // rank decisions on doubtful users use exact SVDs
   po.measure_orthogonality = false;        // the report's evaluation measures it
-  po.promote = false;  // float32: decide_ranks recomputes M_i itself, from A_i and Z
+  po.promote = false;        // float32: decide_ranks recomputes M_i itself, from A_i and Z,
+  po.defer_doubtful = true;  // for every doubtful user, with no float32 SVD before it
   return polar_factor(ctx.p, M, false, ctx.G, po);
 }
 

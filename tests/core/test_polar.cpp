@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "base/polar_scalar.hpp"
@@ -90,11 +91,13 @@ double max_orthogonality(Primitives<T>&, const Stack<T>& G) {
 }
 
 template <typename T>
-PolarInfo<T> run(const Stack<T>& M, Stack<T>& G, PolarMethod method, double fallback = -1) {
+PolarInfo<T> run(const Stack<T>& M, Stack<T>& G, PolarMethod method, double fallback = -1,
+                 bool promote = true) {
   auto& p = cpu().primitives<T>();
   PolarOptions o;
   o.method = method;
   o.fallback_ratio = fallback;
+  o.promote = promote;
   return polar_factor(p, M.view(), false, G.view(), o);
 }
 
@@ -271,18 +274,32 @@ TYPED_TEST(Polar, SingularAndZeroMatricesGoToTheSvdPath) {
   Stack<T> M = cast<T>(b.M);
   for (index_t i = 0; i < l * l; ++i) M.data()[2 * l * l + i] = T(0);  // the third is zero
   Stack<T> G(3, l, l);
-  const PolarInfo<T> info = run(M, G, PolarMethod::iterative);
+  // float32 without promotion: the float32 SVD path for the batch.
+  const PolarInfo<T> info = run(M, G, PolarMethod::iterative, -1, false);
   EXPECT_TRUE(info.used_svd);
   EXPECT_FALSE(info.estimated);
   for (index_t k = 0; k < 3; ++k)
     EXPECT_LE(static_cast<double>(info.sigma_min[k]),
               static_cast<double>(l) * eps<T>() * static_cast<double>(info.sigma_max[k]));
+  if constexpr (std::is_same_v<T, float>) {
+    // With promotion (the default), all three straight to float64, with no float32 SVD: the
+    // zero matrix takes float64's SVD path, and every ratio stays below float32's limit (the
+    // float32-rounded rank l - 1 matrices have float64 ratios near eps_f).
+    Stack<T> Gp(3, l, l);
+    const PolarInfo<T> up = run(M, Gp, PolarMethod::iterative);
+    EXPECT_EQ(up.promoted, 3);
+    EXPECT_TRUE(up.used_svd);
+    EXPECT_GE(up.svd_matrices, 1);
+    for (index_t k = 0; k < 3; ++k)
+      EXPECT_LE(static_cast<double>(up.sigma_min[k]),
+                static_cast<double>(l) * eps<T>() * static_cast<double>(up.sigma_max[k]));
+  }
 }
 
 // Only the doubtful matrices of a batch take the SVD path: the others keep the iteration's
 // factor (up to the rounding of one Newton-Schulz step more or less, as the batch runs its
 // worst matrix's count) and their estimated sigma values; the doubtful one gets the SVD path's
-// factor and exact singular values.
+// factor and exact singular values (float32: float64's SVD path, after the promotion).
 TYPED_TEST(Polar, OnlyTheDoubtfulMatricesTakeTheSvdPath) {
   using T = TypeParam;
   const index_t l = 12, c = 6;
@@ -309,6 +326,35 @@ TYPED_TEST(Polar, OnlyTheDoubtfulMatricesTakeTheSvdPath) {
   for (index_t i = 0; i < l * l; ++i) m2.data()[i] = Ms.data()[2 * l * l + i];
   run(m2, one, PolarMethod::svd);
   for (index_t i = 0; i < l * l; ++i) EXPECT_EQ(Gs.data()[2 * l * l + i], one.data()[i]);
+}
+
+// PolarOptions::defer_doubtful: in float32, the doubtful matrix gets no SVD and no promotion, a
+// zero sigma_min (the caller recomputes it) and the iteration's factor; the others are as
+// without it. float64 ignores the option.
+TYPED_TEST(Polar, DeferredDoubtfulMatricesAreLeftToTheCaller) {
+  using T = TypeParam;
+  const index_t l = 12, c = 6;
+  const Batch b = make_batch(c, l, geometric(l, 10.0), 8);
+  Stack<T> M = cast<T>(b.M);
+  for (index_t i = 0; i < l; ++i) M(2, i, 5) = T(0);  // matrix 2: an exactly zero column
+  Stack<T> G(c, l, l), Gd(c, l, l);
+  auto& p = cpu().primitives<T>();
+  PolarOptions o;
+  o.method = PolarMethod::iterative;
+  const PolarInfo<T> usual = polar_factor(p, StackView<const T>(M.view()), false, G.view(), o);
+  o.defer_doubtful = true;
+  const PolarInfo<T> deferred = polar_factor(p, StackView<const T>(M.view()), false, Gd.view(), o);
+  const bool single = std::is_same_v<T, float>;
+  EXPECT_EQ(deferred.svd_matrices, single ? 0 : usual.svd_matrices);
+  EXPECT_EQ(deferred.promoted, 0);
+  EXPECT_EQ(deferred.sigma_min[2], single ? T(0) : usual.sigma_min[2]);
+  for (index_t k = 0; k < c; ++k) {
+    if (k == 2) continue;
+    SCOPED_TRACE("matrix " + std::to_string(k));
+    EXPECT_EQ(deferred.sigma_min[k], usual.sigma_min[k]);
+    for (index_t i = 0; i < l * l; ++i)
+      EXPECT_EQ(Gd.data()[k * l * l + i], G.data()[k * l * l + i]);
+  }
 }
 
 TYPED_TEST(Polar, NanIsAnError) {
