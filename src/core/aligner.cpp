@@ -176,7 +176,7 @@ BatchEnrolment<T> enroll_impl(const Aligner<T>& model, StackView<const T> A_new,
     factorised = "A_new^T Z";
     lap("procrustes");
   } else {
-    ratio = p.lstsq_batched(A, Z, G);
+    ratio = core::least_squares(p, A, Z, G, tol);
     factorised = "A_new";
     lap("least_squares");
   }

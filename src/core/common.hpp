@@ -123,6 +123,22 @@ void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K);
 template <typename T>
 void spectral_basis(Context<T>& ctx, MatrixView<T> U, MatrixView<const T> gram = {});
 
+/// G_k = A_k^+ Z for every k (A contiguous, G a contiguous stack) and the ratios
+/// sigma_min(A_k) / sigma_max(A_k) for the rank decision: Primitives::lstsq_batched (the SVD
+/// per user) on the CPU, least_squares_qr elsewhere (src/core/least_squares.cpp).
+template <typename T>
+std::vector<T> least_squares(Primitives<T>& p, StackView<const T> A, MatrixView<const T> Z,
+                             StackView<T> G, double rank_tolerance);
+/// The QR route: batched QR, one GEMM, one batched triangular solve; ratios from the batched
+/// polar iteration on the R_k (bounds within a factor l below the exact ratio, exact at or below
+/// rank_tolerance). G is left unsolved when some ratio is 0 (an exactly singular R_k).
+template <typename T>
+std::vector<T> least_squares_qr(Primitives<T>& p, StackView<const T> A, MatrixView<const T> Z,
+                                StackView<T> G, double rank_tolerance);
+/// Whether least_squares takes the QR route on this backend.
+template <typename T>
+bool qr_least_squares_preferred(const Primitives<T>& p);
+
 /// G_i = polar(A_i^T Z) for every user, as one product Z^T W (l x c*l, whose blocks are the
 /// M_i^T) followed by one batched polar step. `scratch` holds c*l*l values.
 template <typename T>

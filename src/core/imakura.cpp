@@ -26,7 +26,7 @@ void run_imakura(Context<T>& ctx, MatrixView<T> target) {
   }
   ctx.timer.lap("target");
 
-  auto ratio = p.lstsq_batched(ctx.A, MatrixView<const T>(Z), ctx.G);
+  auto ratio = least_squares(p, ctx.A, MatrixView<const T>(Z), ctx.G, ctx.rank_tolerance);
   ctx.timer.lap("least_squares");
   ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
   check_rank(ratio, ctx.rank_tolerance, "A_i");
