@@ -371,7 +371,7 @@ struct Config {
   int repetitions = 20, warmup = 3;
   std::uint64_t seed = 20240601;
   double max_seconds_per_series = 60, max_seconds_total = 0;
-  std::string polar = "auto", svd = "exact", host_memory = "pageable", json_path;
+  std::string polar = "auto", svd = "gram", host_memory = "pageable", json_path;
   int device = 0;
   bool references = true;
 };
@@ -439,6 +439,46 @@ json report_json(const dcalign::AlignReport& rep) {
               {"converged", rep.converged},
               {"total_seconds", rep.total_seconds},
               {"phases", phases}};
+}
+
+// ODC's phase split, each phase on its own between CUDA events on the backend's stream:
+// products W^T Z (one GEMM, as core::procrustes_step forms them), the polar factors of those
+// products (as core::polar_of_products takes them: no orthogonality measurement, doubtful
+// float32 users left to the float64 recomputation) and the evaluation (an evaluated
+// align_resident less the resident median). Z holds the target of the last run. The medians of
+// event_times' 10 timed runs each, and the rest of the resident median (target, checks).
+template <typename T>
+json odc_phases(Run& run, dcalign::StackView<const T> anchors, dcalign::MatrixView<T> Z,
+                dcalign::StackView<T> g, dcalign::AlignOptions opts, double resident_median) {
+  auto& p = run.backend.primitives<T>();
+  const index_t c = anchors.count(), l = anchors.cols();
+  dcalign::Buffer<T> M = p.allocate(c * l * l);
+  dcalign::PolarOptions po;
+  po.method = opts.polar;
+  po.measure_orthogonality = false;
+  po.promote = false;
+  po.defer_doubtful = true;
+  const dcalign::MatrixView<const T> W = anchors.concatenated();
+  auto products = [&] {
+    p.gemm(dcalign::Op::trans, dcalign::Op::none, T(1), W, dcalign::MatrixView<const T>(Z), T(0),
+           dcalign::MatrixView<T>(M.data(), c * l, l));
+  };
+  products();
+  const dcalign::StackView<const T> Ms(M.data(), c, l, l, c * l, l);
+  auto polar = [&] { dcalign::polar_factor(p, Ms, false, g, po); };
+  opts.evaluate = true;
+  auto evaluated = [&] { dcalign::align_resident(p, anchors, g, Z, opts); };
+  const double prod = median_of(event_times(run.stream, products)),
+               pol = median_of(event_times(run.stream, polar)),
+               ev = median_of(event_times(run.stream, evaluated));
+  json j;
+  j["repetitions"] = 10;
+  j["products"] = prod;
+  j["polar"] = pol;
+  j["rest"] = resident_median - prod - pol;
+  j["evaluation"] = ev - resident_median;
+  j["evaluated_align"] = ev;
+  return j;
 }
 
 template <typename T>
@@ -595,6 +635,20 @@ void run_point_precision(Run& run, const Point& pt, const std::string& precision
       r["status"] = cap_reason.empty() ? "ok" : "capped";
       if (!cap_reason.empty()) r["reason"] = cap_reason;
       if (!resident.empty()) r["report"] = report_json(last);
+      if (opts.method == dcalign::Method::odc && !resident.empty()) {
+        // 39 runs in all (13 of each phase, the evaluated one about twice the resident time).
+        const double med = median_of(resident);
+        if (39 * 2 * med <= std::max(cfg.max_seconds_per_series, 1.0) && !run.past_total()) {
+          r["phases"] = odc_phases(run, anchors, target, g, opts, med);
+          const json& ph = r["phases"];
+          std::fprintf(stderr,
+                       "gpu_bench:   ODC phases (CUDA events, medians): products %.3f ms, polar "
+                       "%.3f ms, rest %.3f ms; evaluation %.3f ms more\n",
+                       1e3 * ph["products"].get<double>(), 1e3 * ph["polar"].get<double>(),
+                       1e3 * ph["rest"].get<double>(), 1e3 * ph["evaluation"].get<double>());
+        } else
+          r["phases"] = {{"skipped", "the 39 runs of the phase split would exceed the series cap"}};
+      }
     } catch (const std::exception& e) {
       cudaGetLastError();
       run.any_error = true;

@@ -119,6 +119,35 @@ def table(bench, peer):
     return lines
 
 
+def phase_table(bench):
+    """ODC's phase split (gpu_bench's "phases"), a list of lines; empty without one."""
+    rows = [r for r in ((bench or {}).get("results") or [])
+            if r.get("method") == "odc" and "products" in (r.get("phases") or {})]
+    if not rows:
+        return []
+    ref = (bench or {}).get("reference") or {}
+    copy_bw = (ref.get("d2d_copy") or {}).get("bandwidth_bytes_per_s")
+    lines = [
+        "| (a, l, c) | precision | resident ms | products ms | polar ms | rest ms | "
+        "evaluation ms | products: anchor BW | products: GEMM rate |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ph = r["phases"]
+        d_res = med(r, "resident")
+        prod = ph.get("products")
+        gemm = ((ref.get("gemm") or {}).get(r["precision"]) or {}).get("flops_per_s")
+        bw = (r.get("anchor_bytes") / prod / copy_bw
+              if prod and copy_bw and r.get("anchor_bytes") else None)
+        flops = 2.0 * r["a"] * r["c"] * r["l"] ** 2
+        rate = flops / prod / gemm if prod and gemm else None
+        lines.append(
+            f"| ({r['a']}, {r['l']}, {r['c']}) | {r['precision']} | {ms(d_res)} | {ms(prod)} | "
+            f"{ms(ph.get('polar'))} | {ms(ph.get('rest'))} | {ms(ph.get('evaluation'))} | "
+            f"{pct(bw)} | {pct(rate)} |")
+    return lines
+
+
 def ratio(peer, ours):
     if peer is None or ours is None or ours <= 0:
         return "-"
@@ -152,6 +181,12 @@ def report(bench_path, peer_path):
         "resident median / measured GEMM rate of that precision (the flops of ODC's W^T Z; "
         "for the other methods only a scale).",
     ]
+    phases = phase_table(bench)
+    if phases:
+        out += ["", "### ODC phase split (CUDA events, medians of 10)", ""] + phases + [
+            "", "products: W^T Z, one GEMM; polar: the batched polar factors of those products; "
+            "rest: the resident median less both (target A_r O, checks, rank decisions); "
+            "evaluation: what evaluate = true adds (objective, orthogonality)."]
     if bench:
         machine = bench.get("machine") or {}
         gpu = machine.get("gpu") or {}

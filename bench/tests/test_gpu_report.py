@@ -75,6 +75,21 @@ class Report(unittest.TestCase):
         imakura = next(x for x in lines if "| imakura |" in x)
         self.assertIn("peer error", imakura)
 
+    def test_phase_table(self):
+        self.assertEqual(gpu_report.phase_table(BENCH), [])  # no "phases": no table
+        bench = json.loads(json.dumps(BENCH))
+        odc = bench["results"][0]
+        odc["anchor_bytes"] = 4.0e8  # 1000 x 50 x 1000 float64
+        odc["phases"] = {"products": 0.001, "polar": 0.002, "rest": 0.001,
+                         "evaluation": 0.0005, "repetitions": 10}
+        bench["results"].append(dict(odc, precision="float32",
+                                     phases={"skipped": "over the cap"}))
+        lines = gpu_report.phase_table(bench)
+        self.assertEqual(len(lines), 3)  # header, rule, the float64 row only
+        # 4e8 B / 1 ms / 4e12 B/s = 10%; 2 a c l^2 = 5e12 flop / 1 ms / 50e12 flop/s = 10%
+        self.assertIn("| (1000, 50, 1000) | float64 | 4.000 | 1.000 | 2.000 | 1.000 | 0.500 | "
+                      "10.0% | 10.0% |", lines[2])
+
     def test_report_with_missing_or_partial_files(self):
         with tempfile.TemporaryDirectory() as d:
             bench = self.write(d, "b.json", BENCH)
