@@ -485,6 +485,38 @@ TYPED_TEST(CudaVsCpu, LeastSquaresBatched) {
     }
 }
 
+// The QR route that Imakura-DC and enrolment take on the GPU (core::least_squares: batched QR,
+// one GEMM, batched triangular solve, ratios from the polar iteration on the R_k) against the
+// CPU's SVD route: the same solutions to kappa^2 u, ratios between exact / l and exact.
+TYPED_TEST(CudaVsCpu, LeastSquaresQrRoute) {
+  using T = TypeParam;
+  for (index_t l : kOrders)
+    for (index_t c : kCounts) {
+      SCOPED_TRACE("l = " + std::to_string(l) + ", c = " + std::to_string(c));
+      const index_t a = 3 * l;
+      const auto A = normal_values<T>(c * a * l, 130 + l + c);
+      const auto Z = normal_values<T>(a * l, 140 + l);
+      std::vector<T> G(static_cast<size_t>(c * l * l));
+      Buffer<T> dA = this->up(A), dZ = this->up(Z), dG = this->gpu().allocate(c * l * l);
+      ASSERT_TRUE(core::qr_least_squares_preferred(this->gpu()));
+      const double tol = double(l) * eps<T>();
+      const auto rc = this->cpu().lstsq_batched(StackView<const T>(A.data(), c, a, l),
+                                                MatrixView<const T>(Z.data(), a, l),
+                                                StackView<T>(G.data(), c, l, l));
+      const auto rg = core::least_squares(this->gpu(), StackView<const T>(dA.data(), c, a, l),
+                                          MatrixView<const T>(dZ.data(), a, l),
+                                          StackView<T>(dG.data(), c, l, l), tol);
+      double kappa = 1;
+      for (index_t k = 0; k < c; ++k) {
+        ASSERT_GT(rc[k], 0);
+        kappa = std::max(kappa, 1.0 / rc[k]);
+        EXPECT_LE(double(rg[k]), double(rc[k]) * (1 + 1e-3));
+        EXPECT_GE(double(rg[k]), double(rc[k]) / double(l) * (1 - 1e-3));
+      }
+      EXPECT_LE(rel_diff(this->down(dG), G), 10 * a * eps<T>() * kappa * kappa);
+    }
+}
+
 TYPED_TEST(CudaVsCpu, GeneralizedEigenproblem) {
   using T = TypeParam;
   for (index_t n : {12, 64}) {
