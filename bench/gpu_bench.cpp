@@ -371,7 +371,7 @@ struct Config {
   int repetitions = 20, warmup = 3;
   std::uint64_t seed = 20240601;
   double max_seconds_per_series = 60, max_seconds_total = 0;
-  std::string polar = "auto", svd = "gram", host_memory = "pageable", json_path;
+  std::string polar = "auto", svd = "gram", host_memory = "pageable", upload = "staged", json_path;
   int device = 0;
   bool references = true;
 };
@@ -732,6 +732,11 @@ int main(int argc, char** argv) {
   app.add_option("--svd", cfg.svd, "SVD of Imakura-DC, Kawakami-DC and GOPP's start")
       ->capture_default_str()
       ->check(CLI::IsMember({"exact", "randomized", "gram"}));
+  app.add_option("--upload", cfg.upload,
+                 "copies from pageable host memory: staged (the backend's default, "
+                 "BackendOptions::staged_upload) or driver (the CUDA driver's own copy)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"staged", "driver"}));
   app.add_option("--host-memory", cfg.host_memory,
                  "host buffer the 'with upload' runs copy from: pageable or pinned")
       ->capture_default_str()
@@ -772,6 +777,7 @@ int main(int argc, char** argv) {
   params["polar"] = cfg.polar;
   params["svd"] = cfg.svd;
   params["host_memory"] = cfg.host_memory;
+  params["upload"] = cfg.upload;
   params["anchors"] =
       "i.i.d. N(0,1), user i from dcalign::Rng::stream(seed ^ a<<40 ^ l<<20 ^ c, i); float32 = "
       "the float64 draws rounded";
@@ -801,6 +807,7 @@ int main(int argc, char** argv) {
     dcalign::BackendOptions bo;
     bo.device_id = cfg.device;
     bo.allow_tf32 = false;
+    bo.staged_upload = cfg.upload == "staged";
     auto backend = dcalign::make_backend(dcalign::Device::cuda, bo);
     Run run{cfg, *backend, dcalign::cuda::stream_of(*backend), doc};
     run.doc["machine"] = describe_machine(cfg.device, backend.get());

@@ -237,6 +237,10 @@ struct BackendOptions {
   int threads = 0;          ///< CPU threads over users (0: all cores)
   int device_id = 0;        ///< CUDA device ordinal
   bool allow_tf32 = false;  ///< CUDA: TF32 tensor-core GEMM for float (off unless asked for)
+  /// CUDA: uploads of at least 8 MiB from pageable host memory go through two page-locked
+  /// staging buffers that several host threads fill while the previous one is transferred
+  /// (src/base/staged_copy.hpp); false: the CUDA driver's own pageable copy.
+  bool staged_upload = true;
 };
 
 /// A backend: where the data lives and who computes. Owns library handles and workspaces.

@@ -43,11 +43,32 @@ Buffer<T> allocate(Context& ctx, index_t n) {
   return Buffer<T>(static_cast<T*>(p), n, free_function(ctx.device()));
 }
 
+namespace {
+
+// Pageable (not page-locked, not registered, not managed) host memory.
+bool pageable(const void* host) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, host) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;  // unknown to CUDA: leave it to the driver's copy
+  }
+  return attr.type == cudaMemoryTypeUnregistered;
+}
+
+}  // namespace
+
 template <typename T>
 void to_device(Context& ctx, const T* host, T* dst, index_t n) {
   if (n <= 0) return;
-  DCALIGN_CUDA(cudaMemcpyAsync(dst, host, sizeof(T) * static_cast<size_t>(n),
-                               cudaMemcpyHostToDevice, ctx.stream()));
+  const std::size_t bytes = sizeof(T) * static_cast<size_t>(n);
+  // Large copies from pageable memory: staged (BackendOptions::staged_upload), which returns
+  // once `host` is no longer read, with the transfers ordered on the stream.
+  constexpr std::size_t kStageFrom = std::size_t(8) << 20;
+  if (ctx.staged_upload() && bytes >= kStageFrom && pageable(host)) {
+    ctx.upload_staged(host, dst, bytes);
+    return;
+  }
+  DCALIGN_CUDA(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, ctx.stream()));
   // Callers may release the host memory as soon as this returns (core::upload does); for
   // page-locked host memory the copy could still be reading it, so wait.
   ctx.sync();

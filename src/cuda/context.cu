@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "base/staged_copy.hpp"
 #include "cuda/check.hpp"
 #include "cuda/context.hpp"
 #include "kernels/kernels.cuh"
@@ -76,7 +77,8 @@ int to_int(index_t v, const char* what) {
   return static_cast<int>(v);
 }
 
-Context::Context(int device, const BackendOptions& opts) : device_(device), tf32_(opts.allow_tf32) {
+Context::Context(int device, const BackendOptions& opts)
+    : device_(device), tf32_(opts.allow_tf32), staged_(opts.staged_upload) {
   DCALIGN_CUDA(cudaSetDevice(device_));
   stream_ = shared_stream(device_);
   try {
@@ -100,6 +102,12 @@ Context::~Context() {
   // No throwing here: release what can be released, ignore failures (the process may be
   // shutting down, or the device may be in an error state already).
   cudaSetDevice(device_);
+  // Transfers from the staging buffers may still be running.
+  if (staging_[0]) cudaStreamSynchronize(stream_);
+  for (void* h : staging_)
+    if (h) cudaFreeHost(h);
+  for (cudaEvent_t e : staged_done_)
+    if (e) cudaEventDestroy(e);
   for (Area& a : areas_)
     if (a.ptr) cudaFreeAsync(a.ptr, stream_);
   for (PointerCache& c : pointer_cache_)
@@ -117,6 +125,27 @@ void Context::activate() const {
 }
 
 void Context::sync() const { DCALIGN_CUDA(cudaStreamSynchronize(stream_)); }
+
+void Context::upload_staged(const void* host, void* dst, std::size_t bytes) {
+  auto acquire = [&](int b) -> void* {
+    const auto k = static_cast<size_t>(b);
+    if (!staging_[k]) {
+      DCALIGN_CUDA(cudaEventCreateWithFlags(&staged_done_[k], cudaEventDisableTiming));
+      DCALIGN_CUDA(cudaHostAlloc(&staging_[k], kStagingChunk, cudaHostAllocDefault));
+    }
+    // The transfer that last read buffer b (an event never recorded is complete).
+    DCALIGN_CUDA(cudaEventSynchronize(staged_done_[k]));
+    return staging_[k];
+  };
+  auto send = [&](int b, std::size_t offset, std::size_t length) {
+    const auto k = static_cast<size_t>(b);
+    DCALIGN_CUDA(cudaMemcpyAsync(static_cast<char*>(dst) + offset, staging_[k], length,
+                                 cudaMemcpyHostToDevice, stream_));
+    DCALIGN_CUDA(cudaEventRecord(staged_done_[k], stream_));
+  };
+  base::staged_copy(host, bytes, kStagingBuffers, kStagingChunk, base::staging_threads(), acquire,
+                    send);
+}
 
 void* Context::workspace(Slot slot, std::size_t bytes) {
   Area& a = areas_[static_cast<size_t>(slot)];

@@ -74,6 +74,15 @@ class Context {
   /// Waits for the stream (after which host copies of device results may be read).
   void sync() const;
 
+  /// Whether uploads from pageable host memory are staged (BackendOptions::staged_upload).
+  bool staged_upload() const { return staged_; }
+  /// Copies `bytes` from host memory (pageable) to device memory `dst` through the two
+  /// page-locked staging buffers (allocated on first use, kStagingChunk bytes each), in stream
+  /// order. Returns when `host` is no longer read; the last transfers may still be running.
+  void upload_staged(const void* host, void* dst, std::size_t bytes);
+  static constexpr std::size_t kStagingChunk = std::size_t(16) << 20;
+  static constexpr int kStagingBuffers = 2;
+
   std::string description() const;
 
  private:
@@ -89,6 +98,9 @@ class Context {
   };
   int device_;
   bool tf32_;
+  bool staged_;
+  std::array<void*, kStagingBuffers> staging_{};            ///< page-locked, cudaHostAlloc
+  std::array<cudaEvent_t, kStagingBuffers> staged_done_{};  ///< the last transfer from each
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   cusolverDnHandle_t solver_ = nullptr;

@@ -1053,6 +1053,35 @@ TEST(CudaBackend, ImpossibleAllocationIsABackendError) {
   EXPECT_EQ(v, (std::vector<double>{2, 4, 6}));
 }
 
+// Uploads from pageable memory, staged (the default) and through the driver: every value
+// arrives, including a last partial staging chunk, and the host buffer may be overwritten as
+// soon as to_device returns (the staged path returns before its last transfers complete).
+TEST(CudaBackend, StagedUploadFromPageableMemory) {
+  DCALIGN_REQUIRE_GPU();
+  for (bool staged : {true, false}) {
+    SCOPED_TRACE(staged ? "staged" : "driver");
+    BackendOptions o;
+    o.staged_upload = staged;
+    auto backend = make_backend(Device::cuda, o);
+    auto& p = backend->f32();
+    // 40 MiB + 3 values: two full 16 MiB chunks, a partial one.
+    const index_t n = (index_t(10) << 20) + 3;
+    std::vector<float> host(static_cast<size_t>(n)), back(static_cast<size_t>(n));
+    for (index_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = static_cast<float>(i % 100003);
+    const std::vector<float> expected = host;
+    Buffer<float> d = p.allocate(n);
+    p.to_device(host.data(), d.data(), n);
+    std::fill(host.begin(), host.end(), -1.0f);
+    p.to_host(d.data(), back.data(), n);
+    EXPECT_TRUE(back == expected);
+    // Twice in a row: the second upload waits for the first one's use of each buffer.
+    p.to_device(expected.data(), d.data(), n);
+    p.to_device(host.data(), d.data(), n);
+    p.to_host(d.data(), back.data(), n);
+    EXPECT_TRUE(back == host);
+  }
+}
+
 TEST(CudaBackend, DescriptionStreamAndDeviceRange) {
   DCALIGN_REQUIRE_GPU();
   const std::string d = gpu_backend().description();
