@@ -38,35 +38,46 @@ struct CudaBlock {
     a = all_sum(s1, 0);
     b = all_sum(s2, 1);
   }
+  /// The first index of the largest value: the pair (value, index) reduced by "larger value,
+  /// then smaller index", an associative and commutative rule, so the result does not depend
+  /// on the order: within each warp by shuffles, then over the kWarps warp results by every
+  /// thread in the same order. Three barriers (the tree over shared memory it replaces took
+  /// eleven, in each of the n pivot steps of every inverse).
   template <typename F>
   __device__ int argmax(int n, F f) {
     double top = -1;
     int best = 0x7fffffff;
     for (int i = threadIdx.x; i < n; i += kThreads) {
       const double v = f(i);
-      if (v > top) {  // strided ascending i: the first of equal values
+      if (v > top) {  // strided ascending i: the first of equal values; a NaN never enters
         top = v;
         best = i;
       }
     }
-    __syncthreads();  // red may still be read by the previous reduction
-    red[threadIdx.x] = top;
-    redi[threadIdx.x] = best;
-    __syncthreads();
-    for (int half = kThreads / 2; half > 0; half >>= 1) {
-      if (threadIdx.x < half) {
-        const double v = red[threadIdx.x + half];
-        const int j = redi[threadIdx.x + half];
-        if (v > red[threadIdx.x] || (v == red[threadIdx.x] && j < redi[threadIdx.x])) {
-          red[threadIdx.x] = v;
-          redi[threadIdx.x] = j;
-        }
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      const double v = __shfl_down_sync(0xffffffffu, top, offset);
+      const int j = __shfl_down_sync(0xffffffffu, best, offset);
+      if (v > top || (v == top && j < best)) {
+        top = v;
+        best = j;
       }
-      __syncthreads();
     }
-    const int winner = redi[0];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();  // red may still be read by the previous reduction
+    if (lane == 0) {
+      red[warp] = top;
+      redi[warp] = best;
+    }
     __syncthreads();
-    return winner == 0x7fffffff ? 0 : winner;  // all NaN: row k, as SerialBlock
+    double t = red[0];
+    int w = redi[0];
+    for (int k = 1; k < kWarps; ++k)
+      if (red[k] > t || (red[k] == t && redi[k] < w)) {
+        t = red[k];
+        w = redi[k];
+      }
+    __syncthreads();  // every reduction ends with the block synchronised (polar_block.hpp)
+    return w == 0x7fffffff ? 0 : w;  // all NaN: row k, as SerialBlock
   }
   __device__ bool leader() const { return threadIdx.x == 0; }
 

@@ -74,31 +74,46 @@ DCALIGN_HD inline bool gauss_jordan_inverse(Block& b, T* A, int n, T* column, in
       const double v = static_cast<double>(A[(k + i) + k * n]);
       return v < 0 ? -v : v;
     });
-    const T pivot = A[p + k * n];
-    // Exactly zero: singular (as LAPACK's getrf reports it). A NaN or Inf goes on, as in the
-    // CPU backend, and the step's norms then stop the matrix as non-finite. The same value on
-    // every thread, so the return is uniform over the block.
-    if (pivot == T(0)) return false;
     if (b.leader()) swaps[k] = p;
-    if (p != k)
+    if (p != k) {
       b.for_each(n, [&](int j) {
         const T t = A[k + j * n];
         A[k + j * n] = A[p + j * n];
         A[p + j * n] = t;
       });
-    b.sync();
-    // Row k / pivot, with A(k, k) = 1 first; the column of multipliers saved before row k
-    // changes what the other rows read.
+      // The pivot is read after the swap and its barrier: read before it, as until fc9dbb1, a
+      // thread could see A(p, k) after another thread's swap had already replaced it (the race
+      // compute-sanitizer's racecheck found on the H200), and the threads then scaled row k
+      // by different pivots.
+      b.sync();
+    }
+    const T pivot = A[k + k * n];
+    // Exactly zero: singular (as LAPACK's getrf reports it). A NaN or Inf goes on, as in the
+    // CPU backend, and the step's norms then stop the matrix as non-finite. The same value on
+    // every thread, so the return is uniform over the block.
+    if (pivot == T(0)) return false;
     const T inv = T(1) / pivot;
-    b.for_each(n, [&](int i) { column[i] = A[i + k * n]; });
+    // One pass over disjoint entries: the multipliers column[i] = A(i, k), i != k, and row k
+    // but A(k, k) scaled by 1 / pivot. A(k, k), which every thread has just read as the pivot,
+    // is written only in the next pass, after the barrier.
+    b.for_each(2 * n, [&](int t) {
+      if (t < n) {
+        if (t != k) column[t] = A[t + k * n];
+      } else if (t - n != k) {
+        A[k + (t - n) * n] *= inv;
+      }
+    });
     b.sync();
-    b.for_each(n, [&](int j) { A[k + j * n] = (j == k ? T(1) : A[k + j * n]) * inv; });
-    b.sync();
+    // Every other row i subtracts column[i] times row k; column k becomes -column[i] / pivot
+    // and A(k, k) becomes 1 / pivot (the same operations as scaling A(k, k) = 1 first).
     b.for_each(n * n, [&](int e) {
       const int i = e % n, j = e / n;
-      if (i == k) return;
+      if (i == k) {
+        if (j == k) A[e] = inv;
+        return;
+      }
       const T f = column[i];
-      A[e] = (j == k ? T(0) : A[e]) - f * A[k + j * n];
+      A[e] = j == k ? -(f * inv) : A[e] - f * A[k + j * n];
     });
     b.sync();
   }
