@@ -120,7 +120,10 @@ struct AlignReport {
   /// 1|.
   double constraint_error = 0.0;
   /// Smallest sigma_min / sigma_max over users of the matrices the method factorised (RDP: of
-  /// its G_i, as the lower bound 1 / (||G_i||_F ||G_i^{-1}||_F)).
+  /// its G_i, as the lower bound 1 / (||G_i||_F ||G_i^{-1}||_F)). Imakura-DC on a GPU (the QR
+  /// route of its least squares, src/core/least_squares.cpp) reports that same kind of lower
+  /// bound, between the exact ratio / l and the exact ratio, unless the bound is at or below the
+  /// rank tolerance, where the ratio is exact; ODC's iterative polar step likewise.
   double min_rank_ratio = 0.0;
   /// The top-k SVD that ran, for methods that need one (AlignOptions::svd): "gram", "exact",
   /// "randomized", or "exact (gram fallback: ...)" when the Gram route's accuracy bound failed.
