@@ -702,6 +702,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "gpu_bench: dcalign's alignment methods on the CUDA backend, timed with CUDA events "
       "(bench/README.md)"};
+  // A repeated option takes its last value: scripts/gpu-check.sh appends --bench-args after its
+  // own defaults (CLI11's default refuses the repetition, exit 114).
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--points", points, "semicolon-separated points a,l,c")->capture_default_str();
   app.add_option("--methods", methods, "comma-separated: odc, gopp, imakura, kawakami")
       ->capture_default_str();
