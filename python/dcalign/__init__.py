@@ -14,6 +14,14 @@ contiguous (strides (a*l*s, s, a*s), e.g. ``as_stack(A)``, which is
 conversion costs one copy. ``report["input_copied"]`` says which happened. G comes back in the
 same layout, shape (c, l, l), with A[i] @ G[i] the aligned anchor of user i.
 
+Arrays. Every function takes NumPy arrays and any object with ``__dlpack__`` whose memory the
+host can read (PyTorch CPU tensors, JAX or CuPy host arrays, NumPy >= 1.22), viewed through
+``np.from_dlpack`` without a copy, and returns its results in the caller's kind: NumPy for NumPy
+(and for lists, through np.asarray), else through the producing library's ``from_dlpack``
+(``torch.from_dlpack``, ``jax.numpy.from_dlpack``, ...), which takes the NumPy result's DLPack
+capsule without a copy where that library can. Arrays in device memory are refused with their
+device named: the module computes on the host.
+
 Errors. Bad input (shapes, NaN, unknown option values) raises ValueError with the library's
 message; unknown option names or options of the wrong type raise TypeError; file errors raise
 OSError; a numerical failure raises dcalign.NumericalError (a subclass of both ArithmeticError
@@ -45,30 +53,70 @@ __all__ = [
 ]
 __version__ = "0.2.0"
 
-ArrayLike = Any  # numpy.ndarray, or a CPU torch.Tensor when torch is installed
+ArrayLike = Any  # a NumPy array, anything np.asarray takes, or any object with __dlpack__
+
+# DLPack device types (dlpack.h, DLDeviceType) named in errors.
+_DLPACK_DEVICES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal",
+                   9: "vpi", 10: "rocm", 11: "rocm_host", 13: "cuda_managed", 14: "oneapi"}
 
 
-def _is_torch(x: Any) -> bool:
-    mod = type(x).__module__
-    if not mod.startswith("torch"):
-        return False
-    try:
-        import torch  # noqa: F401
-    except ImportError:  # pragma: no cover
-        return False
-    return isinstance(x, torch.Tensor)
+class _Kind:
+    """How to hand a NumPy result back in the caller's kind of array: NumPy for NumPy (and
+    for lists and other np.asarray inputs), else the producing library's from_dlpack."""
+
+    def __init__(self, from_dlpack: Any = None, library: str = "numpy") -> None:
+        self.from_dlpack = from_dlpack
+        self.library = library
+
+    def __call__(self, x: np.ndarray) -> Any:
+        return x if self.from_dlpack is None else self.from_dlpack(x)
 
 
-def _to_numpy(x: Any, what: str) -> Tuple[np.ndarray, bool]:
-    """(array, was_torch). A CPU tensor is viewed through .numpy() without a copy."""
-    if _is_torch(x):
-        if x.device.type != "cpu":
+def _library_from_dlpack(x: Any) -> Tuple[Any, str]:
+    """The from_dlpack of the library whose type x is (torch, cupy, jax.numpy, ...)."""
+    import importlib
+
+    top = type(x).__module__.split(".")[0]
+    for name in (top, top + ".numpy"):  # jax: jax.numpy.from_dlpack
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        fn = getattr(mod, "from_dlpack", None)
+        if callable(fn):
+            return fn, top
+    return None, top
+
+
+def _to_numpy(x: Any, what: str) -> Tuple[np.ndarray, "_Kind"]:
+    """(array, kind). A NumPy array is used as it is. An object with ``__dlpack__`` on the CPU
+    (a PyTorch, CuPy-host, JAX or NumPy array) is viewed through ``np.from_dlpack`` without a
+    copy; the result is handed back through its library's from_dlpack, also without a copy
+    where that library imports a NumPy array's DLPack capsule (PyTorch, JAX do). Anything else
+    goes through np.asarray. Arrays on another device are refused: this module computes on the
+    host, and the library's CUDA backend takes device memory from C++ (or dcalign::torch)."""
+    if isinstance(x, np.ndarray):
+        return x, _Kind()
+    if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
+        try:
+            dev_type, dev_id = x.__dlpack_device__()
+        except Exception as e:  # noqa: BLE001  (a producer's own error, reported as such)
+            raise ValueError(f"{what}: __dlpack_device__() failed: {e}") from e
+        dev_type = int(dev_type)
+        if dev_type not in (1, 3, 13):  # CPU, CUDA host (pinned), CUDA managed: host-readable
+            name = _DLPACK_DEVICES.get(dev_type, f"device type {dev_type}")
             raise ValueError(
-                f"{what}: tensor on device '{x.device}'; the Python bindings take CPU tensors "
-                "(move it with .cpu())"
-            )
-        return x.detach().numpy(), True
-    return np.asarray(x), False
+                f"{what}: array on {name}:{dev_id}; the Python bindings compute on the host and "
+                "take host arrays (move it to the CPU first, e.g. .cpu() or np.asarray)")
+        if hasattr(x, "requires_grad") and getattr(x, "requires_grad"):
+            x = x.detach()  # PyTorch refuses to export a tensor that requires grad
+        fn, library = _library_from_dlpack(x)
+        try:
+            arr = np.from_dlpack(x)
+        except (TypeError, BufferError, RuntimeError) as e:
+            raise ValueError(f"{what}: cannot read the {library} array through DLPack: {e}") from e
+        return arr, _Kind(fn, library)
+    return np.asarray(x), _Kind()
 
 
 def _precision(x: np.ndarray, what: str) -> str:
@@ -82,14 +130,6 @@ def _precision(x: np.ndarray, what: str) -> str:
 def _float_dtype(x: np.ndarray) -> str:
     """User-side functions: float32 stays float32, everything else is computed in float64."""
     return "f32" if x.dtype == np.float32 else "f64"
-
-
-def _out(x: np.ndarray, as_torch: bool):
-    if as_torch:
-        import torch
-
-        return torch.from_numpy(x)
-    return x
 
 
 def as_stack(anchors: ArrayLike) -> np.ndarray:
@@ -115,8 +155,9 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
     Parameters
     ----------
     anchors : array (c, a, l), float32 or float64 (the precision of the computation); a NumPy
-        array or a CPU torch.Tensor. Each A[i] Fortran-ordered with slices back to back is read
-        in place; any other layout is copied once.
+        array or any host array with ``__dlpack__`` (e.g. a CPU torch.Tensor). Each A[i]
+        Fortran-ordered with slices back to back is read in place; any other layout is copied
+        once.
     method : "odc" | "imakura" | "kawakami" | "gopp" | "opp" | "rdp-ls" | "rdp-opp"
     **options : the long options of ``dcalign align`` with underscores:
         seed (int), reference_user (int, 0-based), target_rotation ("haar" | "identity"),
@@ -131,11 +172,12 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
 
     Returns
     -------
-    (G, report): G of shape (c, l, l) in the anchors' dtype (a torch tensor for a tensor input)
+    (G, report): G of shape (c, l, l) in the anchors' dtype and kind of array (a torch tensor
+    for a tensor input)
     with A[i] @ G[i] the aligned anchor of user i; report, the dict of AlignReport::to_json
     (the keys of ``dcalign align --report``) plus ``input_copied`` (bool).
     """
-    x, was_torch = _to_numpy(anchors, "anchors")
+    x, kind = _to_numpy(anchors, "anchors")
     prec = _precision(x, "anchors")
     if x.ndim != 3:
         raise ValueError(f"anchors must be a 3-D array (c, a, l), got {x.ndim} dimensions")
@@ -145,7 +187,7 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
     G, report_json, _address, copied = fn(x, method, options)
     report = json.loads(report_json)
     report["input_copied"] = bool(copied)
-    return _out(G, was_torch), report
+    return kind(G), report
 
 
 def _buffer_address_used(anchors: ArrayLike, method: str = "odc", **options: Any) -> int:
@@ -169,7 +211,7 @@ class Aligner:
 
     def __init__(self) -> None:
         self._impl: Any = None
-        self._torch = False
+        self._kind = _Kind()
 
     @property
     def fitted(self) -> bool:
@@ -183,29 +225,29 @@ class Aligner:
     def fit(self, anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any, Dict[str, Any]]:
         """Aligns the first c users (exactly align(anchors, method, **options)) and keeps the
         target for enrolment. Returns (G, report) like align()."""
-        x, was_torch = _to_numpy(anchors, "anchors")
+        x, kind = _to_numpy(anchors, "anchors")
         prec = _precision(x, "anchors")
         if x.ndim != 3:
             raise ValueError(f"anchors must be a 3-D array (c, a, l), got {x.ndim} dimensions")
         impl = _core._AlignerF64() if prec == "f64" else _core._AlignerF32()
         G, report_json = impl.fit(x, method, options)
-        self._impl, self._torch = impl, was_torch
+        self._impl, self._kind = impl, kind
         report = json.loads(report_json)
         report["input_copied"] = True
-        return _out(G, was_torch), report
+        return kind(G), report
 
     def enroll(self, A_new: ArrayLike, threads: int = 0) -> Tuple[Any, Dict[str, Any]]:
         """G_new for one new user (A_new: (a, l) -> (l, l)) or k users ((k, a, l) -> (k, l, l)),
         and the enrolment report (residual, relative_residual, orthogonality_error, rank_ratio
         per user, seconds). A_new is converted to the model's precision."""
         impl = self._require()
-        x, was_torch = _to_numpy(A_new, "A_new")
+        x, kind = _to_numpy(A_new, "A_new")
         want = np.float64 if isinstance(impl, _core._AlignerF64) else np.float32
         if x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):
             raise ValueError(f"A_new must be float32 or float64, got dtype {x.dtype}")
         x = x.astype(want, copy=False)
         G, report_json = impl.enroll(x, int(threads))
-        return _out(G, was_torch), json.loads(report_json)
+        return kind(G), json.loads(report_json)
 
     def save(self, path: Union[str, os.PathLike]) -> None:
         """Writes the model directory (model.json + target.npy) atomically."""
@@ -268,31 +310,31 @@ def secret_basis(X: ArrayLike, l: int, mixing: str = "haar", seed: int = 0, cent
     """A user's secret basis F = V E (m, l): V the top-l right singular vectors of the private
     data X (n, m) (centred with center=True), or the given subspace basis V (m, l) (e.g. user
     1's, for the SameSpan conditions); E drawn by mixing ("haar" | "uniform") from seed."""
-    x, was_torch = _to_numpy(X, "X")
+    x, kind = _to_numpy(X, "X")
     sub = None if subspace is None else _to_numpy(subspace, "subspace")[0]
     fn = _core._secret_basis_f32 if _float_dtype(x) == "f32" else _core._secret_basis_f64
-    return _out(fn(x, int(l), mixing, int(seed), bool(center), sub), was_torch)
+    return kind(fn(x, int(l), mixing, int(seed), bool(center), sub))
 
 
 def release(X: ArrayLike, F: ArrayLike) -> Any:
     """The released representation X F of data X (n, m) with the secret basis F (m, l): a
     user's data (X~_i = X_i F_i) or the shared anchor (A_i = A F_i)."""
-    x, was_torch = _to_numpy(X, "X")
+    x, kind = _to_numpy(X, "X")
     f, _ = _to_numpy(F, "F")
     fn = _core._release_f32 if _float_dtype(x) == "f32" else _core._release_f64
-    return _out(fn(x, f), was_torch)
+    return kind(fn(x, f))
 
 
 def transform(X_released: ArrayLike, G: ArrayLike) -> Any:
     """X~ G: a user's released data (n, l) in the collaboration space, G (l, l) from align()."""
-    x, was_torch = _to_numpy(X_released, "X")
+    x, kind = _to_numpy(X_released, "X")
     g, _ = _to_numpy(G, "G")
     fn = _core._transform_f32 if _float_dtype(x) == "f32" else _core._transform_f64
-    return _out(fn(x, g), was_torch)
+    return kind(fn(x, g))
 
 
 def top_right_singular_vectors(X: ArrayLike, l: int, center: bool = False) -> Any:
     """Top-l right singular vectors (m, l) of X (n, m), signs fixed (largest entry positive)."""
-    x, was_torch = _to_numpy(X, "X")
+    x, kind = _to_numpy(X, "X")
     fn = _core._top_right_f32 if _float_dtype(x) == "f32" else _core._top_right_f64
-    return _out(fn(x, int(l), bool(center)), was_torch)
+    return kind(fn(x, int(l), bool(center)))

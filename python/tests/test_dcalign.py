@@ -334,6 +334,76 @@ def test_user_side_errors():
         dcalign.secret_basis(np.ones((5, 4)), 2, mixing="gauss")
 
 
+# ---------------------------------------------------------------- DLPack
+
+
+class _FakeArray:
+    """An array of another library, seen only through DLPack: __dlpack__ and __dlpack_device__
+    delegate to a NumPy array; its module's from_dlpack wraps a result back."""
+
+    def __init__(self, a, device=(1, 0)):
+        self._a, self._device = a, device
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def _fake_module(monkeypatch):
+    import sys
+    import types
+
+    mod = types.ModuleType("fakearray")
+    mod.from_dlpack = lambda x: _FakeArray(np.from_dlpack(x))
+    monkeypatch.setitem(sys.modules, "fakearray", mod)
+    monkeypatch.setattr(_FakeArray, "__module__", "fakearray")
+    return mod
+
+
+def test_dlpack_input_is_read_in_place_and_returned_in_kind(monkeypatch):
+    _fake_module(monkeypatch)
+    A = fortran_stack(make_anchors(seed=21))
+    G, report = dcalign.align(_FakeArray(A), target_rotation="identity")
+    assert isinstance(G, _FakeArray)
+    assert report["input_copied"] is False
+    assert dcalign._buffer_address_used(_FakeArray(A)) == A.ctypes.data
+    np.testing.assert_allclose(G._a, numpy_odc(A), atol=1e-10)
+    # Another layout: read through DLPack, then copied once into dcalign's layout.
+    G2, report = dcalign.align(_FakeArray(np.ascontiguousarray(A)), target_rotation="identity")
+    assert report["input_copied"] is True
+    np.testing.assert_allclose(G2._a, G._a, atol=1e-12)
+
+
+def test_dlpack_user_side_and_aligner(monkeypatch):
+    _fake_module(monkeypatch)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40, 6))
+    F = dcalign.secret_basis(_FakeArray(X), 3, seed=1)
+    assert isinstance(F, _FakeArray)
+    np.testing.assert_allclose(F._a, dcalign.secret_basis(X, 3, seed=1), atol=0)
+    Xt = dcalign.release(_FakeArray(X), F)
+    assert isinstance(Xt, _FakeArray)
+    np.testing.assert_allclose(Xt._a, X @ F._a, atol=1e-12)
+    A = make_anchors(seed=22)
+    model = dcalign.Aligner()
+    G, _ = model.fit(_FakeArray(A), target_rotation="identity")
+    assert isinstance(G, _FakeArray)
+    G_new, _ = model.enroll(_FakeArray(A[1]))
+    assert isinstance(G_new, _FakeArray)
+    np.testing.assert_allclose(G_new._a, G._a[1], atol=1e-10)
+
+
+def test_dlpack_device_arrays_are_refused_by_name(monkeypatch):
+    _fake_module(monkeypatch)
+    A = make_anchors(seed=23)
+    with pytest.raises(ValueError, match=r"anchors: array on cuda:1"):
+        dcalign.align(_FakeArray(A, device=(2, 1)))
+    with pytest.raises(ValueError, match=r"X: array on rocm:0"):
+        dcalign.release(_FakeArray(A[0], device=(10, 0)), np.eye(4))
+
+
 # ---------------------------------------------------------------- torch
 
 

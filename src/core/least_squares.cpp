@@ -13,7 +13,6 @@
 // SVD path's exact singular values, so the decision is the exact one whenever the bound is
 // doubtful. The SVD route stays the CPU's (LAPACK's per-user SVD is fast there).
 #include <algorithm>
-#include <type_traits>
 
 #include "core/common.hpp"
 
