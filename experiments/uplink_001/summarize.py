@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Summarises experiments/results/uplink_001/*.json into one Markdown table per dataset: every
-DC method's SVM accuracy under each uplink, its change against fp64 (paired by trial: the seeds
-are equal across uplinks), the uplink bytes per user and the G_i's orthogonality error and
-objective.
+"""Summarises the uplink runs' JSON into one Markdown table per dataset: every DC method's
+accuracy under each uplink (for the model the runs trained), its change against fp64 (paired by
+trial: the seeds are equal across uplinks), the uplink bytes per user and the G_i's
+orthogonality error and objective.
 
-Usage: experiments/uplink_001/summarize.py [RESULTS_DIR] > summary.md
+Usage: experiments/uplink_001/summarize.py [RESULTS_DIR [TAG]] > summary.md
+  RESULTS_DIR  default experiments/results/uplink_001
+  TAG          the runs are RESULTS_DIR/<dataset>_table7_<TAG>_<format>.json; default "uplink"
+               (experiments/uplink_mlp_001 writes "uplink_mlp")
 """
 import collections
 import json
@@ -22,10 +25,11 @@ def load(path):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "experiments/results/uplink_001"
+    tag = sys.argv[2] if len(sys.argv) > 2 else "uplink"
     for dataset in ["mnist", "fashion_mnist"]:
         runs = {}
         for fmt in FORMATS:
-            p = os.path.join(root, f"{dataset}_table7_uplink_{fmt}.json")
+            p = os.path.join(root, f"{dataset}_table7_{tag}_{fmt}.json")
             if os.path.exists(p):
                 runs[fmt] = load(p)
         if "fp64" not in runs:
@@ -36,7 +40,9 @@ def main():
             for x in r["records"]:
                 rec[(fmt, x["condition"], x["method"], x["metric"])][x["trial"]] = x["value"]
         trials = runs["fp64"]["config"]["trials"]
-        print(f"### {dataset}: SVM accuracy (%) by uplink, {trials} trials, paired against fp64\n")
+        models = sorted({x["model"] for x in runs["fp64"]["records"] if x.get("model", "-") != "-"})
+        print(f"### {dataset}: {', '.join(m.upper() for m in models)} accuracy (%) by uplink, "
+              f"{trials} trials, paired against fp64\n")
         print("| condition | method | " + " | ".join(FORMATS) + " | bytes per user (fp32 / fp16 / int8) |"
               " orthogonality error (int8) | objective int8 / fp32 |")
         print("|---|---|" + "---|" * len(FORMATS) + "---|---|---|")

@@ -288,6 +288,10 @@ std::unique_ptr<Model> fit_fedavg(const std::vector<Matrix<double>>& X,
 
 /// Whether LibTorch in this build can use a CUDA device.
 bool cuda_available();
+/// Whether this build links a LibTorch with CUDA (Debian's libtorch-dev has none; a CUDA
+/// LibTorch comes through -DTorch_DIR, e.g. from PyTorch's torch.utils.cmake_prefix_path). With
+/// it, cuda_available() is false only without a usable GPU.
+bool torch_built_with_cuda();
 
 /// scikit-learn's gamma="scale" for X: 1 / (d * Var(X)), the population variance of all n*d
 /// entries; 1 when that variance is zero.

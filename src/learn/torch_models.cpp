@@ -22,15 +22,24 @@ namespace dcalign::learn {
 
 bool cuda_available() { return torch::cuda::is_available(); }
 
+bool torch_built_with_cuda() { return DCALIGN_TORCH_CUDA != 0; }
+
 namespace torch_impl {
 
 torch::Device parse_device(const std::string& name, const std::string& model) {
   if (name == "cpu") return torch::Device(torch::kCPU);
   if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    // Which of the two is missing: LibTorch's CUDA, or a usable GPU.
+    if (!torch_built_with_cuda())
+      throw BackendError(model + ": device \"" + name +
+                         "\" requested but dcalign was built against a LibTorch without CUDA "
+                         "(Debian's libtorch-dev is CPU-only); rebuild with -DTorch_DIR=<a CUDA "
+                         "LibTorch>, e.g. the Torch folder under python3 -c 'import torch; "
+                         "print(torch.utils.cmake_prefix_path)', or use device \"cpu\"");
     if (!torch::cuda::is_available())
       throw BackendError(model + ": device \"" + name +
-                         "\" requested but LibTorch reports no usable CUDA device (CPU-only "
-                         "LibTorch build, no driver, or no visible GPU); use device \"cpu\"");
+                         "\" requested; LibTorch has CUDA but sees no usable GPU (no NVIDIA "
+                         "driver, or no device visible to this process); use device \"cpu\"");
     torch::Device dev(torch::kCPU);
     try {
       dev = torch::Device(name);
