@@ -36,6 +36,8 @@ class Runner {
   Result run();
 
  private:
+  // trial.cpp: the alignment backend and the LibTorch models' device, before any data is read.
+  void open_devices();
   // data_setup.cpp: the dataset, its checks against the config, and each trial's data.
   void check_other_layers() const;
   void load();

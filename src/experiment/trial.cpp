@@ -43,14 +43,28 @@ std::string machine_description() {
 
 }  // namespace
 
-Result Runner::run() {
-  const auto t0 = Clock::now();
-  prepare();
+// The devices, before any data is read: the alignment backend (the CUDA one fails without a
+// GPU) and, for the LibTorch models (the MLP also inside FedAvg), LibTorch's own device check,
+// whose error names a CPU-only LibTorch or a missing GPU.
+void Runner::open_devices() {
   // The CPU backend's threads too: one per run unless asked (two OpenMP threads made step 9
   // 1.7x slower on the 2-core development machine, bench/results/004).
   BackendOptions bo;
   bo.threads = c_.threads;
   backend_ = make_backend(parse_device(c_.device), bo);
+  if (c_.device == "cpu") return;
+  const auto uses = [&](const std::vector<std::string>& names, const char* name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  for (const char* kind : {"mlp", "logreg"})
+    if (uses(c_.models, kind) || (std::string(kind) == "mlp" && uses(c_.methods, "fedavg")))
+      (void)model(kind, c_.seed);
+}
+
+Result Runner::run() {
+  const auto t0 = Clock::now();
+  open_devices();
+  prepare();
   Result res;
   res.config = c_;
   res.machine = machine_description();

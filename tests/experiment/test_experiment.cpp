@@ -10,8 +10,10 @@
 #include <tuple>
 
 #include "dataset_guard.hpp"
+#include "dcalign/backend.hpp"
 #include "dcalign/data.hpp"
 #include "dcalign/experiment.hpp"
+#include "dcalign/learn.hpp"
 #include "experiment/config_files.hpp"
 
 namespace dcalign {
@@ -88,6 +90,26 @@ TEST(Experiment, BadConfigsFailBeforeWork) {
   fs::create_directories(empty);
   c.data_dir = empty.string();
   expect_fails_fast([&] { experiment::run(c); }, "mnist");
+}
+
+// --device cuda without a GPU (or, with one, against a CPU-only LibTorch for the MLP) fails
+// before the dataset is read: here the data directory is empty, and the error is the device's.
+TEST(Experiment, CudaWithoutItFailsBeforeTheData) {
+  if (dcalign::cuda_available() && learn::cuda_available()) GTEST_SKIP() << "CUDA is usable here";
+  auto c = small_mnist();
+  c.device = "cuda";
+  c.models = {"mlp"};
+  const auto empty = fs::temp_directory_path() / "dcalign_no_data_cuda";
+  fs::create_directories(empty);
+  c.data_dir = empty.string();
+  try {
+    experiment::run(c);
+    ADD_FAILURE() << "device cuda accepted";
+  } catch (const BackendError& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(m.find("CUDA") != std::string::npos) << m;
+    EXPECT_EQ(m.find("mnist"), std::string::npos) << m;
+  }
 }
 
 TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
