@@ -13,10 +13,12 @@
 // TypeError.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -24,9 +26,11 @@
 #include "dcalign/align.hpp"
 #include "dcalign/aligner.hpp"
 #include "dcalign/backend.hpp"
+#include "dcalign/comm.hpp"
 #include "dcalign/error.hpp"
 #include "dcalign/matrix.hpp"
 #include "dcalign/polar.hpp"
+#include "dcalign/stats.hpp"
 #include "dcalign/user.hpp"
 
 namespace py = pybind11;
@@ -436,6 +440,111 @@ void throw_for_test(const std::string& kind) {
   throw std::invalid_argument("unknown kind " + kind);
 }
 
+// ---------------------------------------------------------------- communication model
+
+// dcalign comm's options as keyword arguments (CommModel's names), and its JSON document.
+std::string communication_impl(const py::dict& options) {
+  static const std::set<std::string> known = {
+      "users",  "mean_samples",     "samples", "anchor_rows", "features",
+      "dim",    "model_parameters", "bits",    "gamma",       "participation",
+      "rounds", "bandwidth",        "rtt"};
+  CommModel m;
+  bool users_given = false, timed = false;
+  double bandwidth = 0, rtt = 0;
+  for (const auto& item : options) {
+    const std::string key = py::str(item.first);
+    if (!known.count(key)) throw py::type_error("communication: unknown option '" + key + "'");
+    const py::handle v = item.second;
+    try {
+      if (key == "users") m.users = v.cast<std::int64_t>(), users_given = true;
+      if (key == "mean_samples") m.mean_samples = v.cast<double>();
+      if (key == "samples") m.samples = v.cast<std::vector<double>>();
+      if (key == "anchor_rows") m.anchor_rows = v.cast<std::int64_t>();
+      if (key == "features") m.features = v.cast<std::int64_t>();
+      if (key == "dim") m.dim = v.cast<std::int64_t>();
+      if (key == "model_parameters") m.model_parameters = v.cast<double>();
+      if (key == "bits") m.bits = v.cast<double>();
+      if (key == "gamma" && !v.is_none()) m.gamma = v.cast<double>();
+      if (key == "participation") m.participation = v.cast<double>();
+      if (key == "rounds") m.rounds = v.cast<double>();
+      if (key == "bandwidth") bandwidth = v.cast<double>(), timed = true;
+      if (key == "rtt") rtt = v.cast<double>();
+    } catch (const py::cast_error&) {
+      throw py::type_error("communication: option '" + key + "' has the wrong type (" +
+                           std::string(py::str(v.get_type())) + ")");
+    }
+  }
+  // As the command: the list of n_i gives c unless users says otherwise.
+  if (!m.samples.empty() && !users_given) m.users = static_cast<std::int64_t>(m.samples.size());
+  const CommEstimate e = estimate_communication(m);
+  std::optional<TransferTimes> t;
+  if (timed) t = estimate_transfer_times(m, bandwidth, rtt);
+  return communication_json(m, e, t, bandwidth, rtt, -1);
+}
+
+// ---------------------------------------------------------------- statistics
+
+py::dict paired_t_impl(const std::vector<double>& x, const std::vector<double>& y,
+                       const std::string& alternative, double confidence) {
+  const stats::PairedTTest r =
+      stats::paired_t_test(x, y, stats::parse_alternative(alternative), confidence);
+  py::dict d;
+  d["n"] = r.n;
+  d["mean_diff"] = r.mean_diff;
+  d["sd_diff"] = r.sd_diff;
+  d["t"] = r.t;
+  d["df"] = r.df;
+  d["p"] = r.p;
+  d["cohens_dz"] = r.cohens_dz;
+  d["confidence"] = r.confidence;
+  d["ci_lower"] = r.ci_lower;
+  d["ci_upper"] = r.ci_upper;
+  d["alternative"] = alternative;
+  return d;
+}
+
+py::dict one_way_impl(const std::vector<std::vector<double>>& groups) {
+  const stats::OneWayAnova r = stats::one_way_anova(groups);
+  py::dict d;
+  d["ss_between"] = r.ss_between;
+  d["ss_within"] = r.ss_within;
+  d["ss_total"] = r.ss_total;
+  d["df_between"] = r.df_between;
+  d["df_within"] = r.df_within;
+  d["F"] = r.F;
+  d["p"] = r.p;
+  d["eta_squared"] = r.eta_squared;
+  d["cohens_f"] = r.cohens_f;
+  return d;
+}
+
+py::dict anova_term(const stats::AnovaTerm& t) {
+  py::dict d;
+  d["ss"] = t.ss;
+  d["df"] = t.df;
+  d["F"] = t.F;
+  d["p"] = t.p;
+  d["partial_eta_squared"] = t.partial_eta_squared;
+  d["cohens_f"] = t.cohens_f;
+  return d;
+}
+
+py::dict two_way_impl(const std::vector<double>& y, const std::vector<std::string>& a,
+                      const std::vector<std::string>& b, const std::string& type) {
+  const stats::TwoWayAnova r = stats::two_way_anova(y, a, b, stats::parse_sum_of_squares(type));
+  py::dict d;
+  d["type"] = type;
+  d["levels_a"] = r.levels_a;
+  d["levels_b"] = r.levels_b;
+  d["n"] = r.n;
+  d["A"] = anova_term(r.a);
+  d["B"] = anova_term(r.b);
+  d["A:B"] = anova_term(r.interaction);
+  d["ss_residual"] = r.ss_residual;
+  d["df_residual"] = r.df_residual;
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -496,6 +605,10 @@ PYBIND11_MODULE(_core, m) {
     d["threads"] = b.threads;
     return d;
   });
+  m.def("_communication", &communication_impl);
+  m.def("_paired_t_test", &paired_t_impl);
+  m.def("_one_way_anova", &one_way_impl);
+  m.def("_two_way_anova", &two_way_impl);
   bind_aligner<double>(m, "_AlignerF64");
   bind_aligner<float>(m, "_AlignerF32");
 }

@@ -11,6 +11,7 @@
 // checks its inputs and throws InvalidInput naming the parameter and the expected range.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace dcalign {
@@ -98,6 +99,14 @@ TransferTimes estimate_transfer_times(const CommModel& model, double bandwidth, 
 double dc_transfer_seconds(double bytes, double bandwidth, double rtt);
 /// ... and 8 bytes / bandwidth + 2 R rtt (FL).
 double fl_transfer_seconds(double bytes, double rounds, double bandwidth, double rtt);
+
+/// The document of `dcalign comm --json` (and of the Python module's communication()): the
+/// inputs, the byte counts, GB and GiB, the break-even rounds and, when `transfer` is given, the
+/// transfer times for its bandwidth (bits/s) and rtt (s), else "transfer": null. Indented by
+/// `indent` spaces. `estimate` and `transfer` are the results for `model`.
+std::string communication_json(const CommModel& model, const CommEstimate& estimate,
+                               const std::optional<TransferTimes>& transfer, double bandwidth,
+                               double rtt, int indent = 2);
 
 /// Units of 001 Table 1: decimal (KB = 1e3 bytes, ...) and binary (KiB = 2^10 bytes, ...).
 inline constexpr double kKB = 1e3, kMB = 1e6, kGB = 1e9;

@@ -29,6 +29,9 @@ enum class Alternative {
   greater,    ///< mu_d > 0 (right-tailed); p = P(T >= t)
 };
 
+/// "two-sided", "less" or "greater" (SciPy's names); InvalidInput for anything else.
+Alternative parse_alternative(const std::string& name);
+
 /// Result of paired_t_test. The differences are d_i = x_i - y_i, i = 1..n.
 struct PairedTTest {
   std::size_t n = 0;         ///< number of pairs
@@ -82,6 +85,9 @@ enum class SumOfSquares {
   /// hold an observation. As statsmodels' anova_lm(typ=3) on C(a, Sum) * C(b, Sum).
   type3,
 };
+
+/// "type2" or "type3"; InvalidInput for anything else.
+SumOfSquares parse_sum_of_squares(const std::string& name);
 
 /// One row of a two-way ANOVA table.
 struct AnovaTerm {

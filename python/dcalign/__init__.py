@@ -7,6 +7,10 @@ Analyst side
 User side
     make_anchor, secret_basis, release (and transform, top_right_singular_vectors).
 
+Evaluation
+    communication (paper 001's communication model, as `dcalign comm`), paired_t_test,
+    one_way_anova, two_way_anova (the statistics of the experiments' statistics section).
+
 Layout. dcalign stores each matrix column-major and the anchor stack (c, a, l) back to back. A
 NumPy array of shape (c, a, l) whose every slice A[i] is Fortran-ordered and whose slices are
 contiguous (strides (a*l*s, s, a*s), e.g. ``as_stack(A)``, which is
@@ -40,6 +44,10 @@ from ._core import NumericalError, blas_info, cuda_available
 
 __all__ = [
     "align",
+    "communication",
+    "paired_t_test",
+    "one_way_anova",
+    "two_way_anova",
     "blas_info",
     "Aligner",
     "as_stack",
@@ -338,3 +346,53 @@ def top_right_singular_vectors(X: ArrayLike, l: int, center: bool = False) -> An
     x, kind = _to_numpy(X, "X")
     fn = _core._top_right_f32 if _float_dtype(x) == "f32" else _core._top_right_f64
     return kind(fn(x, int(l), bool(center)))
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def communication(**options: Any) -> Dict[str, Any]:
+    """Paper 001's communication model (eqs. 10-18): the document of ``dcalign comm --json``.
+
+    Options (the command's, with underscores; the defaults are the paper's worked example):
+    users (c), mean_samples (n), samples (the n_i; they give c unless users is given),
+    anchor_rows (a), features (m), dim (l), model_parameters (N), bits (q), gamma (None: c,
+    unicast; 0: a public or seeded anchor), participation (p), rounds (R), bandwidth (bits/s:
+    adds the transfer times), rtt (s). Returns the dict with "inputs", "bytes", "gb", "gib",
+    "break_even_rounds", "break_even_rounds_ceil", "dc_sends_less" and "transfer" (None without
+    bandwidth). ValueError names a value out of range, TypeError an unknown option.
+    """
+    if "samples" in options and options["samples"] is not None:
+        options["samples"] = [float(v) for v in np.ravel(_to_numpy(options["samples"], "samples")[0])]
+    elif "samples" in options:
+        del options["samples"]
+    return json.loads(_core._communication(options))
+
+
+def _values(x: ArrayLike, what: str) -> list:
+    return [float(v) for v in np.ravel(_to_numpy(x, what)[0])]
+
+
+def paired_t_test(x: ArrayLike, y: ArrayLike, alternative: str = "two-sided",
+                  confidence: float = 0.95) -> Dict[str, Any]:
+    """Paired t-test of x against y (x[i] pairs with y[i]), as scipy.stats.ttest_rel, with the
+    paired effect size d_z and the two-sided confidence interval of the mean difference:
+    dict n, mean_diff, sd_diff, t, df, p, cohens_dz, confidence, ci_lower, ci_upper,
+    alternative ("two-sided" | "less" | "greater")."""
+    return _core._paired_t_test(_values(x, "x"), _values(y, "y"), str(alternative),
+                                float(confidence))
+
+
+def one_way_anova(*groups: ArrayLike) -> Dict[str, Any]:
+    """One-way ANOVA of k >= 2 groups, as scipy.stats.f_oneway, with eta^2 and Cohen's f:
+    dict ss_between, ss_within, ss_total, df_between, df_within, F, p, eta_squared, cohens_f."""
+    return _core._one_way_anova([_values(g, f"group {i}") for i, g in enumerate(groups)])
+
+
+def two_way_anova(y: ArrayLike, a: Any, b: Any, sum_of_squares: str = "type2") -> Dict[str, Any]:
+    """Two-way ANOVA with interaction, y ~ A + B + A:B (unbalanced designs too): y[i] observed at
+    level a[i] of A and b[i] of B (any labels, compared as strings). sum_of_squares "type2" or
+    "type3". Returns dict type, levels_a, levels_b, n, "A", "B", "A:B" (each ss, df, F, p,
+    partial_eta_squared, cohens_f), ss_residual, df_residual."""
+    return _core._two_way_anova(_values(y, "y"), [str(v) for v in a], [str(v) for v in b],
+                                str(sum_of_squares))

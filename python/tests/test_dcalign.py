@@ -426,3 +426,75 @@ def test_blas_info_names_library_and_kernels():
     assert info["chosen_by"] in ("OpenBLAS", "dcalign", "OPENBLAS_CORETYPE",
                                  "DCALIGN_BLAS_KERNELS=library")
     assert info["threads"] >= 1
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+def test_communication_matches_the_command():
+    # `dcalign comm -c 10 --samples 100,200,...,1000 -a 500 -m 64 -l 20 -N 1e5 -q 16 --gamma 0
+    #  -p 0.5 -R 40 --bandwidth 1e8 --rtt 0.05 --json x.json`, whose document this is too.
+    r = dcalign.communication(samples=[100 * k for k in range(1, 11)], anchor_rows=500,
+                              features=64, dim=20, model_parameters=1e5, bits=16, gamma=0,
+                              participation=0.5, rounds=40, bandwidth=1e8, rtt=0.05)
+    assert r["inputs"]["users"] == 10 and r["inputs"]["mean_samples"] == 550.0
+    assert r["bytes"]["uplink_per_user"] == 42000.0
+    assert r["bytes"]["uplink_max_user"] == 60000.0
+    assert r["bytes"]["downlink"] == 2008000.0
+    assert r["bytes"]["dc"] == 2428000.0
+    assert r["bytes"]["fl"] == 80000000.0
+    assert r["break_even_rounds"] == pytest.approx(1.214, rel=1e-12)
+    assert r["break_even_rounds_ceil"] == 2.0 and r["dc_sends_less"] is True
+    assert r["transfer"]["dc_seconds"] == pytest.approx(0.34424, rel=1e-12)
+    assert r["transfer"]["fl_client_seconds"] == pytest.approx(5.28, rel=1e-12)
+    # The defaults are the paper's worked example; no bandwidth, no transfer times.
+    d = dcalign.communication()
+    assert d["inputs"]["users"] == 100 and d["transfer"] is None
+    with pytest.raises(ValueError, match="participation"):
+        dcalign.communication(participation=0)
+    with pytest.raises(TypeError, match="unknown option 'user'"):
+        dcalign.communication(user=3)
+
+
+# Reference values: SciPy 1.10.1 (scipy.stats.ttest_rel, f_oneway, f.sf) on these inputs.
+X_T = [0.91, 0.88, 0.93, 0.90, 0.87, 0.92, 0.89, 0.94]
+Y_T = [0.89, 0.88, 0.90, 0.88, 0.86, 0.90, 0.88, 0.91]
+
+
+def test_paired_t_test_matches_scipy():
+    r = dcalign.paired_t_test(X_T, Y_T)
+    assert r["n"] == 8 and r["df"] == 7
+    assert r["t"] == pytest.approx(4.781910357447818, rel=1e-12)
+    assert r["p"] == pytest.approx(0.0020078344736297244, rel=1e-9)
+    d = np.subtract(X_T, Y_T)
+    assert r["cohens_dz"] == pytest.approx(d.mean() / d.std(ddof=1), rel=1e-12)
+    assert r["ci_lower"] < d.mean() < r["ci_upper"]
+    g = dcalign.paired_t_test(np.array(X_T), np.array(Y_T), alternative="greater")
+    assert g["p"] == pytest.approx(0.0010039172368148622, rel=1e-9)
+    with pytest.raises(ValueError, match="alternative"):
+        dcalign.paired_t_test(X_T, Y_T, alternative="two_sided")
+    with pytest.raises(ValueError):
+        dcalign.paired_t_test([1.0], [2.0])
+
+
+def test_anovas_match_scipy_and_the_definitions():
+    r = dcalign.one_way_anova([3.1, 2.9, 3.4, 3.0], [3.6, 3.8, 3.5], [2.7, 2.8, 3.0, 2.6, 2.9])
+    assert r["F"] == pytest.approx(20.44622093023259, rel=1e-12)
+    assert r["p"] == pytest.approx(0.0004497124106168043, rel=1e-9)
+    assert r["df_between"] == 2 and r["df_within"] == 9
+    y = [5.1, 4.9, 6.2, 6.0, 7.1, 6.8, 5.5, 5.8, 6.1, 6.4, 8.0, 7.7]
+    a = ["a1"] * 6 + ["a2"] * 6
+    b = ["b1", "b1", "b2", "b2", "b3", "b3"] * 2
+    t = dcalign.two_way_anova(y, a, b)
+    # Balanced: the sums of squares of the cell-mean decomposition (computed with NumPy).
+    assert t["A"]["ss"] == pytest.approx(0.9633333333333355, rel=1e-10)
+    assert t["B"]["ss"] == pytest.approx(8.704999999999995, rel=1e-10)
+    assert t["A:B"]["ss"] == pytest.approx(0.2916666666666661, rel=1e-9)
+    assert t["ss_residual"] == pytest.approx(0.22, rel=1e-9) and t["df_residual"] == 6
+    assert t["A"]["p"] == pytest.approx(0.0021661213912288037, rel=1e-8)
+    assert t["B"]["p"] == pytest.approx(1.497763932287916e-05, rel=1e-8)
+    assert t["A:B"]["p"] == pytest.approx(0.07948893296477164, rel=1e-8)
+    t3 = dcalign.two_way_anova(y, a, b, sum_of_squares="type3")
+    assert t3["A"]["ss"] == pytest.approx(t["A"]["ss"], rel=1e-9)  # balanced: types agree
+    with pytest.raises(ValueError, match="sum of squares"):
+        dcalign.two_way_anova(y, a, b, sum_of_squares="type1")

@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.hpp"
 #include "dcalign/comm.hpp"
 #include "dcalign/error.hpp"
@@ -26,51 +24,6 @@ struct CommArgs {
 
 void print_row(const char* what, double bytes) {
   std::printf("%-44s %14.6g %12.6g %12.6g\n", what, bytes, to_gb(bytes), to_gib(bytes));
-}
-
-nlohmann::ordered_json to_json(const CommModel& m, const CommEstimate& e,
-                               const std::optional<TransferTimes>& t, double bandwidth,
-                               double rtt) {
-  nlohmann::ordered_json j;
-  auto& in = j["inputs"];
-  in["users"] = m.users;
-  in["mean_samples"] = e.mean_samples;
-  if (!m.samples.empty()) in["samples"] = m.samples;
-  in["anchor_rows"] = m.anchor_rows;
-  in["features"] = m.features;
-  in["dim"] = m.dim;
-  in["model_parameters"] = m.model_parameters;
-  in["bits"] = m.bits;
-  in["gamma"] = e.gamma;
-  in["participation"] = m.participation;
-  in["rounds"] = m.rounds;
-  auto& b = j["bytes"];
-  b["uplink_per_user"] = e.uplink_bytes_per_user;
-  b["uplink_max_user"] = e.uplink_bytes_max_user;
-  b["uplink"] = e.uplink_bytes;
-  b["downlink_per_user"] = e.downlink_bytes_per_user;
-  b["downlink"] = e.downlink_bytes;
-  b["anchor"] = e.anchor_bytes;
-  b["anchor_distribution"] = e.anchor_distribution_bytes;
-  b["dc"] = e.dc_bytes;
-  b["fl_per_round"] = e.fl_bytes_per_round;
-  b["fl"] = e.fl_bytes;
-  j["gb"] = {{"dc", to_gb(e.dc_bytes)}, {"fl", to_gb(e.fl_bytes)}};
-  j["gib"] = {{"dc", to_gib(e.dc_bytes)}, {"fl", to_gib(e.fl_bytes)}};
-  j["break_even_rounds"] = e.break_even_rounds;
-  j["break_even_rounds_ceil"] = e.break_even_rounds_ceil;
-  j["dc_sends_less"] = e.dc_sends_less;
-  if (t) {
-    j["transfer"] = {{"bandwidth_bits_per_second", bandwidth},
-                     {"rtt_seconds", rtt},
-                     {"dc_seconds", t->dc_seconds},
-                     {"fl_seconds", t->fl_seconds},
-                     {"dc_client_seconds", t->dc_client_seconds},
-                     {"fl_client_seconds", t->fl_client_seconds}};
-  } else {
-    j["transfer"] = nullptr;
-  }
-  return j;
 }
 
 void print_table(const CommModel& m, const CommEstimate& e, const std::optional<TransferTimes>& t,
@@ -136,7 +89,7 @@ void run_comm(CommArgs& args, const CLI::App& cmd) {
     const std::string tmp = outputs.stage(args.json, "--json");
     std::ofstream f(tmp);
     if (!f) throw IoError("cannot write the JSON to '" + args.json + "'");
-    f << to_json(m, e, t, args.bandwidth, args.rtt).dump(2) << "\n";
+    f << communication_json(m, e, t, args.bandwidth, args.rtt) << "\n";
     f.close();
     if (!f) throw IoError("writing the JSON to '" + args.json + "' failed");
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 
@@ -210,6 +211,51 @@ TransferTimes estimate_transfer_times(const CommModel& m, double bandwidth, doub
   t.fl_client_seconds = fl_transfer_seconds(fl_bytes(m.rounds, 1, 1, m.model_parameters, m.bits),
                                             m.rounds, bandwidth, rtt);
   return t;
+}
+
+std::string communication_json(const CommModel& m, const CommEstimate& e,
+                               const std::optional<TransferTimes>& t, double bandwidth, double rtt,
+                               int indent) {
+  nlohmann::ordered_json j;
+  auto& in = j["inputs"];
+  in["users"] = m.users;
+  in["mean_samples"] = e.mean_samples;
+  if (!m.samples.empty()) in["samples"] = m.samples;
+  in["anchor_rows"] = m.anchor_rows;
+  in["features"] = m.features;
+  in["dim"] = m.dim;
+  in["model_parameters"] = m.model_parameters;
+  in["bits"] = m.bits;
+  in["gamma"] = e.gamma;
+  in["participation"] = m.participation;
+  in["rounds"] = m.rounds;
+  auto& b = j["bytes"];
+  b["uplink_per_user"] = e.uplink_bytes_per_user;
+  b["uplink_max_user"] = e.uplink_bytes_max_user;
+  b["uplink"] = e.uplink_bytes;
+  b["downlink_per_user"] = e.downlink_bytes_per_user;
+  b["downlink"] = e.downlink_bytes;
+  b["anchor"] = e.anchor_bytes;
+  b["anchor_distribution"] = e.anchor_distribution_bytes;
+  b["dc"] = e.dc_bytes;
+  b["fl_per_round"] = e.fl_bytes_per_round;
+  b["fl"] = e.fl_bytes;
+  j["gb"] = {{"dc", to_gb(e.dc_bytes)}, {"fl", to_gb(e.fl_bytes)}};
+  j["gib"] = {{"dc", to_gib(e.dc_bytes)}, {"fl", to_gib(e.fl_bytes)}};
+  j["break_even_rounds"] = e.break_even_rounds;
+  j["break_even_rounds_ceil"] = e.break_even_rounds_ceil;
+  j["dc_sends_less"] = e.dc_sends_less;
+  if (t) {
+    j["transfer"] = {{"bandwidth_bits_per_second", bandwidth},
+                     {"rtt_seconds", rtt},
+                     {"dc_seconds", t->dc_seconds},
+                     {"fl_seconds", t->fl_seconds},
+                     {"dc_client_seconds", t->dc_client_seconds},
+                     {"fl_client_seconds", t->fl_client_seconds}};
+  } else {
+    j["transfer"] = nullptr;
+  }
+  return j.dump(indent);
 }
 
 }  // namespace dcalign

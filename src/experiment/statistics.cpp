@@ -141,12 +141,6 @@ void validate_statistics(const Config& c) {
 
 namespace {
 
-stats::Alternative alternative(const std::string& name) {
-  if (name == "less") return stats::Alternative::less;
-  if (name == "greater") return stats::Alternative::greater;
-  return stats::Alternative::two_sided;
-}
-
 std::string factor_value(const std::string& f, const Record& r) {
   if (f == "method") return r.method;
   if (f == "condition") return r.condition;
@@ -235,7 +229,7 @@ std::vector<StatisticsResult> run_statistics(const Config& c, const std::vector<
           y.push_back(it->second);
         }
         if (x.size() < 2) continue;
-        const auto t = stats::paired_t_test(x, y, alternative(s.alternative));
+        const auto t = stats::paired_t_test(x, y, stats::parse_alternative(s.alternative));
         StatisticsResult sr;
         sr.test = s.test;
         sr.what = s.a + " - " + s.b + " (" + s.alternative + ")";
@@ -306,9 +300,8 @@ std::vector<StatisticsResult> run_statistics(const Config& c, const std::vector<
         if (std::set<std::string>(la.begin(), la.end()).size() < 2 ||
             std::set<std::string>(lb.begin(), lb.end()).size() < 2)
           continue;
-        const auto a = stats::two_way_anova(
-            y, la, lb,
-            s.sum_of_squares == "type3" ? stats::SumOfSquares::type3 : stats::SumOfSquares::type2);
+        const auto a =
+            stats::two_way_anova(y, la, lb, stats::parse_sum_of_squares(s.sum_of_squares));
         const std::pair<const stats::AnovaTerm*, std::string> terms[] = {
             {&a.a, s.factors[0]},
             {&a.b, s.factors[1]},

@@ -275,4 +275,10 @@ TwoWayAnova two_way_anova(const std::vector<double>& y, const std::vector<std::s
   return r;
 }
 
+SumOfSquares parse_sum_of_squares(const std::string& name) {
+  if (name == "type2") return SumOfSquares::type2;
+  if (name == "type3") return SumOfSquares::type3;
+  throw InvalidInput("unknown sum of squares '" + name + "'; expected type2 or type3");
+}
+
 }  // namespace dcalign::stats

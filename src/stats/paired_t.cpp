@@ -74,4 +74,11 @@ PairedTTest paired_t_test(const std::vector<double>& x, const std::vector<double
   return r;
 }
 
+Alternative parse_alternative(const std::string& name) {
+  if (name == "two-sided") return Alternative::two_sided;
+  if (name == "less") return Alternative::less;
+  if (name == "greater") return Alternative::greater;
+  throw InvalidInput("unknown alternative '" + name + "'; expected two-sided, less or greater");
+}
+
 }  // namespace dcalign::stats
