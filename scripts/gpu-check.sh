@@ -795,7 +795,11 @@ run_bench() {
     return
   fi
   local secs rc
-  secs=$(allot "$BENCH_SECONDS" "$([[ $FULL -eq 1 ]] && echo 110 || echo 45)")
+  # Time kept for the steps after it: the peer's and the summary's, or with --skip peer only
+  # the summary's 25 s.
+  local reserve=25
+  skipped peer || reserve=$([[ $FULL -eq 1 ]] && echo 110 || echo 45)
+  secs=$(allot "$BENCH_SECONDS" "$reserve")
   if ((secs < 30)); then
     record bench skipped "too little time left ($(remaining) s)"
     return
