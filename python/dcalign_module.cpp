@@ -30,6 +30,8 @@
 #include "dcalign/error.hpp"
 #include "dcalign/matrix.hpp"
 #include "dcalign/polar.hpp"
+#include "dcalign/privacy.hpp"
+#include "dcalign/privacy_attacks.hpp"
 #include "dcalign/stats.hpp"
 #include "dcalign/user.hpp"
 
@@ -545,6 +547,57 @@ py::dict two_way_impl(const std::vector<double>& y, const std::vector<std::strin
   return d;
 }
 
+// ---------------------------------------------------------------- privacy measurements
+
+// A 2-D float64 array as a column-major Matrix<double> (one copy, any layout).
+Matrix<double> matrix_from(const py::array_t<double, py::array::forcecast>& a, const char* what) {
+  if (a.ndim() != 2)
+    throw InvalidInput(std::string(what) + " must be a 2-D array, got " + std::to_string(a.ndim()) +
+                       " dimensions");
+  const auto r = a.unchecked<2>();
+  Matrix<double> m(static_cast<index_t>(a.shape(0)), static_cast<index_t>(a.shape(1)));
+  for (py::ssize_t j = 0; j < a.shape(1); ++j)
+    for (py::ssize_t i = 0; i < a.shape(0); ++i)
+      m(static_cast<index_t>(i), static_cast<index_t>(j)) = r(i, j);
+  return m;
+}
+
+py::dict analytic_gaussian_impl(double epsilon, double delta, double sensitivity) {
+  const AnalyticGaussian g = analytic_gaussian(epsilon, delta, sensitivity);
+  py::dict d;
+  d["sigma"] = g.sigma;
+  d["alpha"] = g.alpha;
+  d["delta0"] = g.delta0;
+  d["upper_branch"] = g.upper_branch;
+  d["boundary"] = g.boundary;
+  d["classical_sigma"] = classical_gaussian_sigma(epsilon, delta, sensitivity);
+  return d;
+}
+
+py::dict dr_privacy_impl(const py::array_t<double, py::array::forcecast>& X,
+                         const py::array_t<double, py::array::forcecast>& basis, double epsilon) {
+  const DrSummary s = dr_privacy(matrix_from(X, "X"), matrix_from(basis, "basis"), epsilon);
+  py::dict d;
+  d["ratios"] = s.ratios;
+  d["min"] = s.min;
+  d["median"] = s.median;
+  d["below"] = s.below;
+  d["fraction_below"] = s.fraction_below;
+  d["kept"] = s.kept;
+  return d;
+}
+
+py::dict reconstruction_error_impl(const py::array_t<double, py::array::forcecast>& truth,
+                                   const py::array_t<double, py::array::forcecast>& rec) {
+  const ReconstructionError e =
+      reconstruction_error(matrix_from(truth, "truth"), matrix_from(rec, "reconstruction"));
+  py::dict d;
+  d["relative"] = e.relative;
+  d["per_row"] = e.per_row;
+  d["median_row"] = e.median_row;
+  return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -609,6 +662,9 @@ PYBIND11_MODULE(_core, m) {
   m.def("_paired_t_test", &paired_t_impl);
   m.def("_one_way_anova", &one_way_impl);
   m.def("_two_way_anova", &two_way_impl);
+  m.def("_analytic_gaussian", &analytic_gaussian_impl);
+  m.def("_dr_privacy", &dr_privacy_impl);
+  m.def("_reconstruction_error", &reconstruction_error_impl);
   bind_aligner<double>(m, "_AlignerF64");
   bind_aligner<float>(m, "_AlignerF32");
 }

@@ -9,7 +9,8 @@ User side
 
 Evaluation
     communication (paper 001's communication model, as `dcalign comm`), paired_t_test,
-    one_way_anova, two_way_anova (the statistics of the experiments' statistics section).
+    one_way_anova, two_way_anova (the statistics of the experiments' statistics section);
+    analytic_gaussian, dr_privacy, reconstruction_error (the privacy measurements).
 
 Layout. dcalign stores each matrix column-major and the anchor stack (c, a, l) back to back. A
 NumPy array of shape (c, a, l) whose every slice A[i] is Fortran-ordered and whose slices are
@@ -48,6 +49,9 @@ __all__ = [
     "paired_t_test",
     "one_way_anova",
     "two_way_anova",
+    "analytic_gaussian",
+    "dr_privacy",
+    "reconstruction_error",
     "blas_info",
     "Aligner",
     "as_stack",
@@ -396,3 +400,25 @@ def two_way_anova(y: ArrayLike, a: Any, b: Any, sum_of_squares: str = "type2") -
     partial_eta_squared, cohens_f), ss_residual, df_residual."""
     return _core._two_way_anova(_values(y, "y"), [str(v) for v in a], [str(v) for v in b],
                                 str(sum_of_squares))
+
+
+def analytic_gaussian(epsilon: float, delta: float, sensitivity: float = 1.0) -> Dict[str, Any]:
+    """The analytic Gaussian mechanism's noise scale (Balle and Wang, Algorithm 1) for
+    (epsilon, delta)-DP at L2 sensitivity Delta, as the experiments' DP uses it: dict sigma,
+    alpha, delta0, upper_branch, boundary, and classical_sigma (Dwork and Roth's calibration,
+    for comparison)."""
+    return _core._analytic_gaussian(float(epsilon), float(delta), float(sensitivity))
+
+
+def dr_privacy(X: ArrayLike, basis: ArrayLike, epsilon: float) -> Dict[str, Any]:
+    """Paper 004's epsilon-DR ratios r(x) = ||x - x F F^+|| / ||x|| of the rows of X (n, m) for
+    the basis F (m, l), summarised at epsilon: dict ratios, min, median, below, fraction_below,
+    kept (the rows the down-sampling defence keeps). Inputs are copied once as float64."""
+    return _core._dr_privacy(_to_numpy(X, "X")[0], _to_numpy(basis, "basis")[0], float(epsilon))
+
+
+def reconstruction_error(truth: ArrayLike, reconstruction: ArrayLike) -> Dict[str, Any]:
+    """How far a reconstruction X^ is from X (both n x m): dict relative (||X^ - X||_F /
+    ||X||_F), per_row and median_row (||x^_k - x_k|| / ||x_k||)."""
+    return _core._reconstruction_error(_to_numpy(truth, "truth")[0],
+                                       _to_numpy(reconstruction, "reconstruction")[0])

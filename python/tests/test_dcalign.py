@@ -498,3 +498,26 @@ def test_anovas_match_scipy_and_the_definitions():
     assert t3["A"]["ss"] == pytest.approx(t["A"]["ss"], rel=1e-9)  # balanced: types agree
     with pytest.raises(ValueError, match="sum of squares"):
         dcalign.two_way_anova(y, a, b, sum_of_squares="type1")
+
+
+def test_privacy_measurements():
+    # Balle and Wang's own example (tests/privacy/test_privacy.cpp holds it for the C++ side).
+    g = dcalign.analytic_gaussian(1.0, 1e-5)
+    assert g["sigma"] == pytest.approx(3.73063, abs=1e-5)
+    assert g["classical_sigma"] > g["sigma"]
+    with pytest.raises(ValueError):
+        dcalign.analytic_gaussian(0.0, 1e-5)
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((30, 6))
+    F = rng.standard_normal((6, 2))
+    r = dcalign.dr_privacy(X, F, epsilon=0.9)
+    P = F @ np.linalg.pinv(F)  # the projector onto span(F)
+    want = np.linalg.norm(X - X @ P, axis=1) / np.linalg.norm(X, axis=1)
+    np.testing.assert_allclose(r["ratios"], want, rtol=1e-10)
+    assert r["min"] == pytest.approx(want.min(), rel=1e-10)
+    assert r["kept"] == [k for k in range(30) if want[k] >= 0.9]
+    e = dcalign.reconstruction_error(X, X @ P)
+    assert e["relative"] == pytest.approx(np.linalg.norm(X - X @ P) / np.linalg.norm(X), rel=1e-10)
+    np.testing.assert_allclose(e["per_row"], want, rtol=1e-10)
+    with pytest.raises(ValueError, match="2-D"):
+        dcalign.dr_privacy(X[0], F, epsilon=0.5)
