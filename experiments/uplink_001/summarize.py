@@ -42,7 +42,8 @@ def main():
         trials = runs["fp64"]["config"]["trials"]
         models = sorted({x["model"] for x in runs["fp64"]["records"] if x.get("model", "-") != "-"})
         print(f"### {dataset}: {', '.join(m.upper() for m in models)} accuracy (%) by uplink, "
-              f"{trials} trials, paired against fp64\n")
+              f"{trials} trials, paired against fp64 (mean difference ± its standard deviation "
+              "over the trials)\n")
         print("| condition | method | " + " | ".join(FORMATS) + " | bytes per user (fp32 / fp16 / int8) |"
               " orthogonality error (int8) | objective int8 / fp32 |")
         print("|---|---|" + "---|" * len(FORMATS) + "---|---|---|")
@@ -62,8 +63,11 @@ def main():
                 if fmt == "fp64":
                     cells.append(f"{mean:.2f}")
                 else:
-                    d = 100 * statistics.mean(v[t] - base[t] for t in v)
-                    cells.append(f"{mean:.2f} ({d:+.2f})")
+                    diffs = [100 * (v[t] - base[t]) for t in v]
+                    d = statistics.mean(diffs)
+                    # the spread of the paired differences: the training's own noise (MLP)
+                    sd = f" ± {statistics.stdev(diffs):.2f}" if len(diffs) > 1 else ""
+                    cells.append(f"{mean:.2f} ({d:+.2f}{sd})")
             nbytes, orth, obj = "-", "-", "-"
             if method != "central":
                 b = [rec.get((f, cond, method, "uplink_bytes")) for f in ["fp32", "fp16", "int8"]]
