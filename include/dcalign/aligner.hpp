@@ -55,7 +55,9 @@ struct EnrolmentReport {
   std::vector<double> relative_residual;
   /// ||G_k^T G_k - I||_F (rounding level for ODC and GOPP, whose G_k are orthogonal).
   std::vector<double> orthogonality_error;
-  /// sigma_min / sigma_max of the matrix enrolment factorises: A_k^T Z (ODC, GOPP) or A_k.
+  /// sigma_min / sigma_max of the matrix enrolment factorises: A_k^T Z (ODC, GOPP) or A_k. On a
+  /// GPU, and for A_k^T Z through the iterative polar step, the lower bound between exact / l and
+  /// exact (AlignReport::min_rank_ratio), exact at or below the rank tolerance.
   std::vector<double> rank_ratio;
   std::vector<std::pair<std::string, double>> seconds;  ///< phase -> seconds, in order
   double total_seconds = 0.0;
