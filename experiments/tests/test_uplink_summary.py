@@ -39,12 +39,29 @@ class UplinkSummary(unittest.TestCase):
             with redirect_stdout(out):
                 summarize.main()
             text = out.getvalue()
-        self.assertIn("### mnist", text)
-        self.assertIn("| - | central | 85.00 | - | - | 85.00 (+0.00) |", text)
-        # ODC: 65.00 under fp64, 63.50 under int8, paired difference -1.50.
-        self.assertIn("| A | odc | 65.00 | - | - | 63.50 (-1.50) |", text)
+        self.assertIn("### mnist: SVM accuracy", text)
+        self.assertIn("| - | central | 85.00 | - | - | 85.00 (+0.00 ± 0.00) |", text)
+        # ODC: 65.00 under fp64, 63.50 under int8; paired differences -1 and -2: mean -1.50,
+        # standard deviation 0.71.
+        self.assertIn("| A | odc | 65.00 | - | - | 63.50 (-1.50 ± 0.71) |", text)
         self.assertIn("1e-15", text)
         self.assertNotIn("fashion_mnist", text)
+
+    def test_tag_and_model_of_another_run(self):
+        # experiments/uplink_mlp_001: files <dataset>_table7_uplink_mlp_<format>.json, the MLP.
+        with tempfile.TemporaryDirectory() as d:
+            for fmt, v in (("fp64", 0.5), ("fp16", 0.4)):
+                records = [rec(0, "A", "odc", "accuracy", v, "mlp")]
+                with open(os.path.join(d, f"fashion_mnist_table7_uplink_mlp_{fmt}.json"), "w") as f:
+                    json.dump(result(records, trials=1), f)
+            out = io.StringIO()
+            sys.argv = ["summarize.py", d, "uplink_mlp"]
+            with redirect_stdout(out):
+                summarize.main()
+            text = out.getvalue()
+        self.assertIn("### fashion_mnist: MLP accuracy (%) by uplink, 1 trials", text)
+        # One trial: no standard deviation of the differences.
+        self.assertIn("| A | odc | 50.00 | - | 40.00 (-10.00) | - |", text)
 
 
 if __name__ == "__main__":
