@@ -4,6 +4,7 @@
 // its transfer completed would hand the wrong bytes to the destination.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -32,7 +33,7 @@ TEST(StagedCopy, ParallelMemcpyCopiesEveryByte) {
       SCOPED_TRACE(std::to_string(n) + " bytes, " + std::to_string(threads) + " threads");
       std::vector<unsigned char> dst(n + 1, 0xAB);  // one guard byte
       parallel_memcpy(dst.data(), src.data(), n, threads);
-      EXPECT_EQ(std::memcmp(dst.data(), src.data(), n), 0);
+      EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin()));
       EXPECT_EQ(dst[n], 0xAB);
     }
   }
