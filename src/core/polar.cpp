@@ -128,10 +128,16 @@ double rank_limit(const PolarOptions& opts, index_t l) {
                                   : static_cast<double>(l) * std::numeric_limits<T>::epsilon();
 }
 
+// Whether these are float32 primitives with float64 ones beside them.
+template <typename T>
+bool has_float64(Primitives<T>& p) {
+  return std::is_same_v<T, float> && p.float64() != nullptr;
+}
+
 // Whether float32 matrices can be recomputed in float64 (PolarOptions::promote).
 template <typename T>
 bool can_promote(Primitives<T>& p, const PolarOptions& opts) {
-  return std::is_same_v<T, float> && opts.promote && p.float64() != nullptr;
+  return opts.promote && has_float64(p);
 }
 
 // The float32 matrices `which` recomputed in float64 from their float32 entries, their G_k and
@@ -241,7 +247,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     info.sigma_min[k] = st[polar::kInvNorm] > 0 ? T(1) / st[polar::kInvNorm] : T(0);
   }
   const bool promote = can_promote(p, opts);
-  const bool defer = opts.defer_doubtful && std::is_same_v<T, float> && p.float64() != nullptr;
+  const bool defer = opts.defer_doubtful && has_float64(p);
   if (!promote && !defer && 2 * doubtful.size() > static_cast<size_t>(c)) {
     // Mostly doubtful ranks, zero pivots or no convergence: the SVD path for the whole batch,
     // exact singular values for the caller's rank decision (and its G, which is the answer).
