@@ -112,9 +112,11 @@ void validate_statistics(const Config& c) {
         if (!method_known(*m))
           throw InvalidInput(where + ": method '" + *m + "' is not in 'methods'");
       if (s.a == s.b) throw InvalidInput(where + ": compares '" + s.a + "' with itself");
-      if (s.alternative != "two-sided" && s.alternative != "less" && s.alternative != "greater")
-        throw InvalidInput(where + ": alternative '" + s.alternative +
-                           "'; expected two-sided, less or greater");
+      try {
+        (void)stats::parse_alternative(s.alternative);
+      } catch (const InvalidInput& e) {
+        throw InvalidInput(where + ": " + e.what());
+      }
       if (c.trials < 2) throw InvalidInput(where + ": needs trials >= 2 to pair");
     } else if (s.test == "anova1" || s.test == "anova2") {
       const std::size_t want = s.test == "anova1" ? 1 : 2;
@@ -127,9 +129,11 @@ void validate_statistics(const Config& c) {
                              "' is neither \"method\", \"condition\" nor a key of [sweep]");
       if (want == 2 && s.factors[0] == s.factors[1])
         throw InvalidInput(where + ": the two factors are the same");
-      if (s.sum_of_squares != "type2" && s.sum_of_squares != "type3")
-        throw InvalidInput(where + ": sum_of_squares '" + s.sum_of_squares +
-                           "'; expected type2 or type3");
+      try {
+        (void)stats::parse_sum_of_squares(s.sum_of_squares);
+      } catch (const InvalidInput& e) {
+        throw InvalidInput(where + ": sum_of_squares: " + e.what());
+      }
     } else {
       throw InvalidInput("experiment: statistics[" + std::to_string(k) + "]: test '" + s.test +
                          "'; expected paired-t, anova1 or anova2");

@@ -184,6 +184,10 @@ TEST(ExperimentStudy, BadSweepsAndTestsFailBeforeAnyTrial) {
   fails(c, "the same");
   c.statistics = {{"kruskal", "", "", "two-sided", {}, "type2"}};
   fails(c, "test 'kruskal'");
+  c.statistics = {{"paired-t", "odc", "imakura", "sideways", {}, "type2"}};
+  fails(c, "unknown alternative 'sideways'; expected two-sided, less or greater");
+  c.statistics = {{"anova1", "", "", "two-sided", {"dim"}, "type1"}};
+  fails(c, "sum_of_squares: unknown sum of squares 'type1'; expected type2 or type3");
   c = study();
   c.trials = 1;
   c.statistics = {{"paired-t", "odc", "imakura", "less", {}, "type2"}};
