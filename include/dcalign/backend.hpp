@@ -37,14 +37,17 @@ struct SvdOptions {
   std::uint64_t seed = 0x5eed;
 };
 
-/// Memory owned by a backend. Moves, never copies.
+/// Memory owned by a backend. Moves, never copies. The deleter gets the pointer and the
+/// context given at construction (the CUDA backend: the stream the memory is freed on, so that
+/// the free is ordered after the work queued on it).
 template <typename T>
 class Buffer {
  public:
-  using Deleter = void (*)(void*);
+  using Deleter = void (*)(void* p, void* context);
   Buffer() = default;
-  Buffer(T* p, index_t n, Deleter d) : p_(p), n_(n), d_(d) {}
-  Buffer(Buffer&& o) noexcept : p_(o.p_), n_(o.n_), d_(o.d_) {
+  Buffer(T* p, index_t n, Deleter d, void* context = nullptr)
+      : p_(p), n_(n), d_(d), context_(context) {}
+  Buffer(Buffer&& o) noexcept : p_(o.p_), n_(o.n_), d_(o.d_), context_(o.context_) {
     o.p_ = nullptr;
     o.n_ = 0;
   }
@@ -54,6 +57,7 @@ class Buffer {
       p_ = o.p_;
       n_ = o.n_;
       d_ = o.d_;
+      context_ = o.context_;
       o.p_ = nullptr;
       o.n_ = 0;
     }
@@ -73,12 +77,13 @@ class Buffer {
 
  private:
   void reset() {
-    if (p_ && d_) d_(p_);
+    if (p_ && d_) d_(p_, context_);
     p_ = nullptr;
   }
   T* p_ = nullptr;
   index_t n_ = 0;
   Deleter d_ = nullptr;
+  void* context_ = nullptr;
 };
 
 /// Extremes of the singular values of each matrix of a batched polar decomposition; the
@@ -241,6 +246,15 @@ struct BackendOptions {
   /// staging buffers that several host threads fill while the previous one is transferred
   /// (src/base/staged_copy.hpp); false: the CUDA driver's own pageable copy.
   bool staged_upload = true;
+  /// CUDA: a cudaStream_t (of device_id) to queue all work on instead of dcalign's own stream,
+  /// e.g. the caller's c10::cuda::getCurrentCUDAStream() (dcalign::torch_api does this). The
+  /// backend adopts it and never destroys it. It never synchronises the device: only this
+  /// stream, and only where a result must come to the host (the decisions and reports of the
+  /// algorithms); results left in device memory are ordered on the stream like the caller's
+  /// own work, and the backend's memory is freed stream-ordered on it, so the stream must
+  /// outlive the backend and its buffers. nullptr (default): dcalign's own non-blocking stream
+  /// of the device; the legacy default stream is adopted as cudaStreamLegacy.
+  void* cuda_stream = nullptr;
 };
 
 /// A backend: where the data lives and who computes. Owns library handles and workspaces.

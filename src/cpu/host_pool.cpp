@@ -62,7 +62,7 @@ void* HostPool::acquire(std::size_t bytes) {
   return static_cast<char*>(raw) + kAlign;
 }
 
-void HostPool::release(void* p) {
+void HostPool::release(void* p, void* /*context*/) {
   if (!p) return;
   Header* h = header_of(p);
   HostPool* pool = h->pool;

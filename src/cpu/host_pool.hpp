@@ -44,8 +44,8 @@ class HostPool {
   /// `bytes` of uninitialised memory aligned to 64 bytes: a kept block of at least `bytes` and
   /// at most kMaxSlack times that, else a new one. Throws std::bad_alloc.
   void* acquire(std::size_t bytes);
-  /// Returns a block from acquire() to its pool (a Buffer deleter).
-  static void release(void* p);
+  /// Returns a block from acquire() to its pool (a Buffer deleter; the context is unused).
+  static void release(void* p, void* context = nullptr);
 
   /// Bytes kept for reuse now, and how many acquire() calls reused a kept block (tests).
   std::size_t kept_bytes() const;

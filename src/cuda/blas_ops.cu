@@ -40,7 +40,7 @@ Buffer<T> allocate(Context& ctx, index_t n) {
   if (static_cast<std::uint64_t>(count) > SIZE_MAX / sizeof(T))
     throw BackendError("allocate: " + std::to_string(n) + " values exceed the address space");
   void* p = device_malloc(static_cast<size_t>(count) * sizeof(T), ctx.stream(), "a buffer");
-  return Buffer<T>(static_cast<T*>(p), n, free_function(ctx.device()));
+  return Buffer<T>(static_cast<T*>(p), n, &free_on_stream, ctx.stream());
 }
 
 namespace {

@@ -19,32 +19,11 @@ struct StreamRegistry {
 };
 
 StreamRegistry& registry() {
-  // Leaked on purpose: buffers freed during static destruction may still look their stream up,
-  // and destroying streams after the CUDA runtime has shut down is not allowed.
+  // Leaked on purpose: buffers freed during static destruction are still freed on these
+  // streams, and destroying streams after the CUDA runtime has shut down is not allowed.
   static StreamRegistry* r = new StreamRegistry();
   return *r;
 }
-
-cudaStream_t registered_stream(int device) {
-  StreamRegistry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return r.streams[static_cast<size_t>(device)];
-}
-
-template <int Device>
-void free_on_device(void* p) {
-  // Called from Buffer's destructor: must not throw. A failure here (e.g. during process exit,
-  // after the runtime unloaded) leaves nothing to clean up that the driver will not reclaim.
-  const cudaStream_t s = registered_stream(Device);
-  if (cudaFreeAsync(p, s) != cudaSuccess) (void)cudaGetLastError();
-}
-
-template <int... D>
-constexpr std::array<void (*)(void*), sizeof...(D)> make_free_table(
-    std::integer_sequence<int, D...>) {
-  return {&free_on_device<D>...};
-}
-constexpr auto kFreeTable = make_free_table(std::make_integer_sequence<int, kMaxDevices>());
 
 }  // namespace
 
@@ -68,7 +47,11 @@ cudaStream_t shared_stream(int device) {
   return s;
 }
 
-void (*free_function(int device))(void*) { return kFreeTable[static_cast<size_t>(device)]; }
+void free_on_stream(void* p, void* stream) {
+  // Called from Buffer's destructor: must not throw. A failure here (e.g. during process exit,
+  // after the runtime unloaded) leaves nothing to clean up that the driver will not reclaim.
+  if (cudaFreeAsync(p, static_cast<cudaStream_t>(stream)) != cudaSuccess) (void)cudaGetLastError();
+}
 
 int to_int(index_t v, const char* what) {
   if (v < 0 || v > std::numeric_limits<int>::max())
@@ -80,7 +63,22 @@ int to_int(index_t v, const char* what) {
 Context::Context(int device, const BackendOptions& opts)
     : device_(device), tf32_(opts.allow_tf32), staged_(opts.staged_upload) {
   DCALIGN_CUDA(cudaSetDevice(device_));
-  stream_ = shared_stream(device_);
+  stream_ = shared_stream(device_);  // also sets up the device's memory pool
+  if (opts.cuda_stream) {
+    cudaStream_t adopted = static_cast<cudaStream_t>(opts.cuda_stream);
+#if CUDART_VERSION >= 12080
+    // Refuse a stream of another device before anything is queued on it (the special handles
+    // cudaStreamLegacy and cudaStreamPerThread name the current device's, set above).
+    int stream_device = device_;
+    if (adopted != cudaStreamLegacy && adopted != cudaStreamPerThread)
+      DCALIGN_CUDA(cudaStreamGetDevice(adopted, &stream_device));
+    if (stream_device != device_)
+      throw InvalidInput("BackendOptions::cuda_stream belongs to CUDA device " +
+                         std::to_string(stream_device) + " but device_id is " +
+                         std::to_string(device_) + "; expected a stream of the backend's device");
+#endif
+    stream_ = adopted;
+  }
   try {
     DCALIGN_CUDA(cublasCreate(&blas_));
     DCALIGN_CUDA(cublasSetStream(blas_, stream_));

@@ -3,16 +3,16 @@
 // that stream, grow-only workspaces and cached pointer arrays. One Context serves both
 // precisions (Primitives<float> and Primitives<double> of one backend).
 //
-// Streams and memory. All work of every backend on device d is queued on ONE non-blocking
-// stream per device and process (shared_stream(d), created on first use, never destroyed).
-// Memory comes from the device's default stream-ordered pool (cudaMallocAsync), whose release
-// threshold is raised to UINT64_MAX so that freed memory stays cached: allocate() neither
-// synchronises nor calls into the driver's allocator once the pool is warm. A Buffer's deleter
-// is a plain function pointer, so it cannot capture a stream; free_function(d) returns one of a
-// table of functions, one per device ordinal, each freeing with cudaFreeAsync on
-// shared_stream(d). Since every kernel that used the memory was queued on that same stream,
-// the free is ordered after them, whichever backend object queued them and even when that
-// backend is already destroyed.
+// Streams and memory. All work of a backend is queued on one stream: by default ONE
+// non-blocking stream per device and process (shared_stream(d), created on first use, never
+// destroyed), or a stream the caller hands in (BackendOptions::cuda_stream, adopted: never
+// destroyed, never synchronised beyond itself). Memory comes from the device's default
+// stream-ordered pool (cudaMallocAsync), whose release threshold is raised to UINT64_MAX so that
+// freed memory stays cached: allocate() neither synchronises nor calls into the driver's
+// allocator once the pool is warm. A Buffer is freed with cudaFreeAsync on the stream it was
+// allocated on (the deleter's context), so the free is ordered after every kernel that used
+// the memory, whichever backend object queued them and even when that backend is already
+// destroyed; an adopted stream must therefore outlive the buffers as well as the backend.
 //
 // A backend object is not thread-safe (like a cuBLAS handle): one host thread at a time.
 #include <cublas_v2.h>
@@ -28,13 +28,13 @@
 
 namespace dcalign::cuda {
 
-/// Highest device ordinal + 1 that the backend supports (size of the deleter table).
+/// Highest device ordinal + 1 that the backend supports.
 constexpr int kMaxDevices = 64;
 
 /// The process-wide stream of `device` (created on first use, with the memory pool set up).
 cudaStream_t shared_stream(int device);
-/// Buffer deleter that frees stream-ordered on shared_stream(device).
-void (*free_function(int device))(void*);
+/// Buffer deleter: cudaFreeAsync(p, stream), the stream passed as the Buffer's context.
+void free_on_stream(void* p, void* stream);
 
 /// Converts a size for a 32-bit cuBLAS/cuSOLVER argument; throws InvalidInput when it does not
 /// fit.

@@ -1139,6 +1139,101 @@ TEST(CudaBackend, Tf32OptionStillComputes) {
   EXPECT_LE(rel_diff(C, Cc), 1e-2);
 }
 
+// BackendOptions::cuda_stream (issue 32, the stream-aware tensor API): the backend queues its
+// work on the caller's stream. The caller's work queued before the call (the anchors' upload,
+// behind a delay and a NaN fill) is seen by it, whatever the host did meanwhile; and a third
+// stream kept busy far longer than the call is still busy when the call returns, so nothing
+// synchronised the device (a cudaDeviceSynchronize, or a wait on the legacy default stream,
+// would have drained it).
+TEST(CudaBackend, AdoptedStreamIsOrderedAndSynchronisesNothingElse) {
+  DCALIGN_REQUIRE_GPU();
+  cudaStream_t mine = nullptr, busy = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&mine, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&busy, cudaStreamNonBlocking), cudaSuccess);
+  const std::size_t busy_bytes = std::size_t(1) << 30, delay_bytes = std::size_t(1) << 28;
+  void *busy_area = nullptr, *delay_area = nullptr;
+  ASSERT_EQ(cudaMalloc(&busy_area, busy_bytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&delay_area, delay_bytes), cudaSuccess);
+  const auto syn = testing::make_synthetic(300, 40, 12, 6, SpanCondition::diff_span_orth, 21);
+  const auto anchors = testing::released_anchors<double>(syn);
+  const index_t n = anchors.size(), c = anchors.count(), l = anchors.cols();
+  void* pinned_area = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned_area, static_cast<size_t>(n) * sizeof(double)), cudaSuccess);
+  double* pinned = static_cast<double*>(pinned_area);
+  std::copy(anchors.data(), anchors.data() + n, pinned);
+  AlignOptions o;
+  o.polar = PolarMethod::iterative;
+  const auto reference = align(anchors, o, cpu_backend());
+  {
+    BackendOptions bo;
+    bo.cuda_stream = mine;
+    auto backend = make_backend(Device::cuda, bo);
+    EXPECT_EQ(cuda::stream_of(*backend), mine);
+    auto& p = backend->f64();
+    Buffer<double> dA = p.allocate(n), dG = p.allocate(c * l * l);
+    // About 1000 x 1 GiB of memsets (a third of a second or more at 3-5 TB/s) on `busy`.
+    for (int k = 0; k < 1000; ++k)
+      ASSERT_EQ(cudaMemsetAsync(busy_area, k & 0xff, busy_bytes, busy), cudaSuccess);
+    // On `mine`: a delay, the anchors filled with NaN (0xff bytes), then the real anchors.
+    for (int k = 0; k < 20; ++k)
+      ASSERT_EQ(cudaMemsetAsync(delay_area, k, delay_bytes, mine), cudaSuccess);
+    ASSERT_EQ(cudaMemsetAsync(dA.data(), 0xff, static_cast<size_t>(n) * sizeof(double), mine),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(dA.data(), pinned, static_cast<size_t>(n) * sizeof(double),
+                              cudaMemcpyHostToDevice, mine),
+              cudaSuccess);
+    const AlignReport r =
+        align_resident(p, StackView<const double>(dA.data(), c, anchors.rows(), l),
+                       StackView<double>(dG.data(), c, l, l), MatrixView<double>(), o);
+    EXPECT_EQ(cudaStreamQuery(busy), cudaErrorNotReady)
+        << "the busy stream drained while the backend ran: something synchronised the device";
+    std::vector<double> G(static_cast<size_t>(c * l * l));
+    ASSERT_EQ(cudaMemcpyAsync(G.data(), dG.data(), G.size() * sizeof(double),
+                              cudaMemcpyDeviceToHost, mine),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(mine), cudaSuccess);
+    // The same method, polar path and data as the CPU run: rounding-level agreement (the
+    // float64 cross-backend tolerance of CudaVsCpu.AlignEveryMethod).
+    EXPECT_LE(rel_diff(G.data(), reference.G.data(), c * l * l), 1e-10);
+    EXPECT_TRUE(std::isfinite(r.objective));
+    // A buffer freed with the backend gone is freed on `mine`, ordered after its use.
+  }
+  EXPECT_EQ(cudaStreamSynchronize(mine), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(busy), cudaSuccess);
+  cudaFreeHost(pinned);
+  cudaFree(busy_area);
+  cudaFree(delay_area);
+  cudaStreamDestroy(busy);
+  cudaStreamDestroy(mine);
+}
+
+// A stream of another device is refused before anything is queued on it (where the runtime can
+// tell, CUDA >= 12.8); the legacy default stream is adopted as cudaStreamLegacy.
+TEST(CudaBackend, AdoptedStreamOfTheLegacyDefaultStream) {
+  DCALIGN_REQUIRE_GPU();
+  BackendOptions bo;
+  bo.cuda_stream = cudaStreamLegacy;
+  auto backend = make_backend(Device::cuda, bo);
+  EXPECT_EQ(cuda::stream_of(*backend), cudaStreamLegacy);
+  std::vector<double> v = {1, 2, 3};
+  Buffer<double> b = backend->f64().allocate(3);
+  backend->f64().to_device(v.data(), b.data(), 3);
+  backend->f64().fill(b.data(), 2, 7.0);
+  backend->f64().to_host(b.data(), v.data(), 3);
+  EXPECT_EQ(v, (std::vector<double>{7, 7, 3}));
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 2) return;
+  cudaStream_t other = nullptr;
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&other), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  bo.cuda_stream = other;
+#if CUDART_VERSION >= 12080
+  EXPECT_THROW(make_backend(Device::cuda, bo), InvalidInput);
+#endif
+  cudaStreamDestroy(other);
+}
+
 // Runs only where no GPU is usable: --device cuda must fail with the reason, not crash.
 TEST(CudaBackend, WithoutGpuMakeBackendFailsWithTheReason) {
   std::string why;
