@@ -18,6 +18,13 @@
 // CUDA backend and the GPU is usable; otherwise BackendError says why. G lives on the anchors'
 // device. No autograd: G is computed without gradient tracking.
 //
+// Streams. Built against a CUDA LibTorch, the CUDA backend runs on the caller's current stream
+// (c10::cuda::getCurrentCUDAStream() of the tensor's device, adopted through
+// BackendOptions::cuda_stream): after the work that produced the anchors, G ordered on that
+// stream like any PyTorch op's result, and no device-wide synchronisation (only that stream
+// waits, where a value of the report must reach the host). Against a LibTorch without CUDA
+// (which has no CUDA tensors to give) the backend keeps its own stream.
+//
 // Errors (dcalign/error.hpp): InvalidInput for a tensor that is not 3-D, an empty dimension, a
 // dtype other than float32/float64, or NaN/Inf (naming the user, row and column, as the CLI
 // does); BackendError for an unsupported device; the alignment's own errors (rank deficiency,

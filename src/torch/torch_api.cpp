@@ -9,7 +9,10 @@
 #include <string>
 #include <type_traits>
 
-#if DCALIGN_HAVE_CUDA
+#if DCALIGN_HAVE_CUDA && DCALIGN_TORCH_CUDA
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#elif DCALIGN_HAVE_CUDA
 #include <torch/cuda.h>
 #endif
 
@@ -44,9 +47,10 @@ bool stride_ok(const at::Tensor& t, int64_t d, int64_t s) {
   return t.size(d) == 1 || t.stride(d) == s;
 }
 
+// `ordered`: the backend queues its work on the caller's current CUDA stream (backend_for).
 template <typename T>
 std::pair<at::Tensor, AlignReport> align_typed(const at::Tensor& input, Primitives<T>& p,
-                                               const AlignOptions& opts) {
+                                               const AlignOptions& opts, bool ordered) {
   const int64_t c = input.size(0), a = input.size(1), l = input.size(2);
   at::Tensor anchors = input;
   double copy_seconds = -1;
@@ -60,7 +64,9 @@ std::pair<at::Tensor, AlignReport> align_typed(const at::Tensor& input, Primitiv
   const StackView<const T> A(anchors.data_ptr<T>(), c, a, l);
   AlignReport report =
       align_resident(p, A, StackView<T>(G.data_ptr<T>(), c, l, l), MatrixView<T>(), opts);
-  p.synchronize();
+  // On its own stream the backend may still be writing G: wait for it. On the caller's stream
+  // G is ordered before whatever the caller queues next, like the result of any PyTorch op.
+  if (!ordered) p.synchronize();
   if (copy_seconds >= 0) {
     AlignReport full = report;
     full.seconds.clear();
@@ -72,16 +78,30 @@ std::pair<at::Tensor, AlignReport> align_typed(const at::Tensor& input, Primitiv
   return {G, report};
 }
 
-std::shared_ptr<Backend> backend_for(const at::Tensor& t) {
+// The backend for a tensor's device. `ordered` is set when the backend queues its work on the
+// caller's current CUDA stream (nothing to synchronise: the results are ordered on it).
+std::shared_ptr<Backend> backend_for(const at::Tensor& t, bool& ordered) {
+  ordered = false;
   if (t.device().is_cpu()) return make_backend(Device::cpu);
   if (t.device().is_cuda()) {
 #if DCALIGN_HAVE_CUDA
     BackendOptions bo;
     bo.device_id = t.device().has_index() ? t.device().index() : 0;
+#if DCALIGN_TORCH_CUDA
+    // Adopt the caller's current stream: after the work that produced the tensor, before what
+    // the caller queues next, and no synchronisation at all. PyTorch's default stream is the
+    // legacy default stream, whose handle is 0 (for BackendOptions: dcalign's own stream).
+    const cudaStream_t current =
+        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(bo.device_id)).stream();
+    bo.cuda_stream = current ? current : cudaStreamLegacy;
+    ordered = true;
+    return make_backend(Device::cuda, bo);  // BackendError with the reason if unusable
+#else
     auto backend = make_backend(Device::cuda, bo);  // BackendError with the reason if unusable
     // dcalign's CUDA backend runs on its own stream: finish the work that produced the tensor.
     torch::cuda::synchronize(bo.device_id);
     return backend;
+#endif
 #else
     throw BackendError("anchors: the tensor is on " + t.device().str() +
                        ", but this dcalign was built without its CUDA backend; move the tensor "
@@ -113,9 +133,11 @@ std::pair<at::Tensor, AlignReport> align(const at::Tensor& anchors, const AlignO
     throw InvalidInput("anchors: shape " + shape_of(anchors) +
                        " has an empty dimension; expected [c, a, l] with c >= 1 users, "
                        "a >= 1 anchor rows and l >= 1 columns");
-  auto backend = backend_for(anchors);
-  if (anchors.scalar_type() == at::kFloat) return align_typed<float>(anchors, backend->f32(), opts);
-  return align_typed<double>(anchors, backend->f64(), opts);
+  bool ordered = false;
+  auto backend = backend_for(anchors, ordered);
+  if (anchors.scalar_type() == at::kFloat)
+    return align_typed<float>(anchors, backend->f32(), opts, ordered);
+  return align_typed<double>(anchors, backend->f64(), opts, ordered);
 }
 
 at::Tensor transform(const at::Tensor& X, const at::Tensor& G) {
