@@ -44,6 +44,8 @@ openmpi-bin           tool
 python3               tool     Python3
 python3-numpy         tool
 python3-matplotlib    tool
+# PyTorch (CPU): the torch tests of the Python module and examples/python/torch_training.py
+python3-torch         tool
 python3-dev           tool
 python3-venv          tool
 python3-pip           tool

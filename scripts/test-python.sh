@@ -2,7 +2,8 @@
 # Python bindings (issue 11): `pip install .` into a fresh virtual environment, then the pytest
 # suite python/tests. scikit-build-core, pybind11, NumPy and pytest come from PyPI, so this step
 # needs network access to PyPI and fails (it does not skip) without it. The module build compiles
-# the dcalign core once (no CUDA, learning layer, tests or benchmarks), with nproc jobs.
+# the dcalign core once (no CUDA, learning layer, tests or benchmarks), with nproc jobs; a second
+# environment then adds the learning layer and PyTorch (below).
 # DCALIGN_PYTHON picks the interpreter (default /usr/bin/python3; Debian: python3-venv, python3-dev).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,3 +28,36 @@ fi
 # From outside the checkout, so that `import dcalign` is the installed module.
 cd "$tmp"
 "$vpy" -m pytest -q -p no:cacheprovider "$root/python/tests"
+
+# PyTorch and the experiments (issue 32): Debian's python3-torch (scripts/deps.sh) is importable
+# only beside the system's NumPy, so a second environment sees the system's packages. The module
+# is installed there with the learning layer (DCALIGN_WITH_LEARN=ON: Debian's LibTorch, LIBSVM,
+# XGBoost, toml++; the shared build directory adds it to the first build), and the same suite
+# runs against that NumPy (1.24 on Debian 12, which the first environment does not test) with
+# the torch tests and the experiment tests, which compare with the dcalign command of the build
+# ($DCALIGN_CLI, default build/src/cli/dcalign); then examples/python/torch_training.py.
+if ! "$py" -c 'import torch' 2>/dev/null; then
+  echo "test-python: FAILED: PyTorch is not importable by $py (Debian: apt-get install python3-torch, which scripts/install-deps.sh installs); the torch tests and examples/python/torch_training.py did not run" >&2
+  exit 1
+fi
+if [[ -z ${DCALIGN_CLI:-} && -x $root/build/src/cli/dcalign ]]; then
+  export DCALIGN_CLI=$root/build/src/cli/dcalign
+fi
+cd "$root"
+"$py" -m venv --system-site-packages "$tmp/venv-torch"
+tpy=$tmp/venv-torch/bin/python
+"$tpy" -m pip install --quiet pytest
+echo "test-python: with the system's NumPy and PyTorch ($("$tpy" -c 'import numpy, torch; print("NumPy", numpy.__version__, "PyTorch", torch.__version__)')) and the learning layer; the command: ${DCALIGN_CLI:-none}"
+if ! "$tpy" -m pip install --quiet "$root" --config-settings=build-dir="$tmp/build" \
+  --config-settings=cmake.define.DCALIGN_WITH_LEARN=ON; then
+  echo "test-python: FAILED: pip install . with DCALIGN_WITH_LEARN=ON" >&2
+  exit 1
+fi
+cd "$tmp"
+"$tpy" -m pytest -q -p no:cacheprovider -rs "$root/python/tests"
+out=$("$tpy" "$root/examples/python/torch_training.py" --device cpu)
+echo "$out"
+grep -q "^torch_training.py: ok$" <<<"$out" || {
+  echo "test-python: FAILED: examples/python/torch_training.py did not report ok" >&2
+  exit 1
+}

@@ -6,11 +6,16 @@
 //     the shared anchor A (dcalign/user.hpp).
 //  2. Analyst: stacks the A_i into a [c, a, l] tensor (a view of the dcalign::Stack, no copy),
 //     aligns it with dcalign::torch_api::align (ODC), maps every X~_i with transform(X~_i, G_i),
-//     and trains a small LibTorch MLP on the stacked aligned data.
+//     and trains a small LibTorch MLP on the stacked aligned data. With --device cuda the
+//     released matrices move to the GPU once and everything after that (the alignment on
+//     dcalign's CUDA backend, the transforms, the training) stays there.
 //  3. Evaluation: each user maps its own held-out samples by F_i G_i; the model's accuracy on
 //     them is printed. Exit status 1 when it is below --min-accuracy (chance is 1/3).
 //
 //   train_aligned [--users 4] [--samples 150] [--epochs 300] [--min-accuracy 0.8] [--seed 1]
+//                 [--device cpu|cuda]
+// Python twin: examples/python/torch_training.py.
+#include <torch/cuda.h>
 #include <torch/torch.h>
 
 #include <cstdio>
@@ -52,15 +57,17 @@ Samples draw(index_t n, const Matrix<double>& means, const Matrix<double>& B, dc
   return s;
 }
 
-// A column-major dcalign matrix as an [rows, cols] tensor (a view: the matrix must outlive it).
-at::Tensor view(Matrix<double>& M) {
-  return torch::from_blob(M.data(), {M.rows(), M.cols()}, {1, M.rows()}, torch::kFloat64);
+// A column-major dcalign matrix as an [rows, cols] tensor on `device` (on the CPU a view: the
+// matrix must outlive it; on a GPU one copy).
+at::Tensor view(Matrix<double>& M, const torch::Device& device) {
+  return torch::from_blob(M.data(), {M.rows(), M.cols()}, {1, M.rows()}, torch::kFloat64)
+      .to(device);
 }
 
 double accuracy(torch::nn::Sequential& model, const at::Tensor& X, const std::vector<int64_t>& y) {
   torch::NoGradGuard no_grad;
   const auto pred = model->forward(X.to(torch::kFloat32)).argmax(1);
-  const auto truth = torch::tensor(y, torch::kInt64);
+  const auto truth = torch::tensor(y, torch::kInt64).to(X.device());
   return pred.eq(truth).to(torch::kFloat64).mean().item<double>();
 }
 
@@ -71,6 +78,7 @@ int main(int argc, char** argv) {
   int epochs = 300;
   double min_accuracy = 0.8;
   std::uint64_t seed = 1;
+  std::string device_name = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string opt = argv[i], val = argv[i + 1];
     if (opt == "--users")
@@ -83,11 +91,24 @@ int main(int argc, char** argv) {
       min_accuracy = std::atof(val.c_str());
     else if (opt == "--seed")
       seed = std::strtoull(val.c_str(), nullptr, 10);
+    else if (opt == "--device")
+      device_name = val;
     else {
       std::fprintf(stderr, "train_aligned: unknown option %s\n", opt.c_str());
       return 2;
     }
   }
+  if (device_name != "cpu" && device_name != "cuda") {
+    std::fprintf(stderr, "train_aligned: --device %s: expected cpu or cuda\n", device_name.c_str());
+    return 2;
+  }
+  if (device_name == "cuda" && !torch::cuda::is_available()) {
+    std::fprintf(stderr,
+                 "train_aligned: --device cuda: LibTorch sees no CUDA GPU (it was built without "
+                 "CUDA, or no GPU is visible); use --device cpu\n");
+    return 1;
+  }
+  const torch::Device device(device_name == "cuda" ? torch::kCUDA : torch::kCPU);
   try {
     torch::manual_seed(seed);
     torch::set_num_threads(1);
@@ -114,20 +135,22 @@ int main(int argc, char** argv) {
       labels.insert(labels.end(), train.y.begin(), train.y.end());
     }
 
-    // 2. Analyst: align the anchors as a tensor in dcalign's layout (read in place).
+    // 2. Analyst: align the anchors as a tensor in dcalign's layout (on the CPU read in place;
+    //    on a GPU the stack is copied there once, in the same layout, and read in place there).
     auto stack = dcalign::Stack<double>::from_matrices(released_anchors);
     const auto A = torch::from_blob(stack.data(), {users, kAnchorRows, kDim},
-                                    {kAnchorRows * kDim, 1, kAnchorRows}, torch::kFloat64);
+                                    {kAnchorRows * kDim, 1, kAnchorRows}, torch::kFloat64)
+                       .to(device);
     const auto [G, report] = dcalign::torch_api::align(A);
-    std::printf("aligned %lld users with %s: objective %.3e, orthogonality error %.1e, %s\n",
-                static_cast<long long>(users), report.method.c_str(), report.objective,
-                report.orthogonality_error,
+    std::printf("aligned %lld users with %s on %s: objective %.3e, orthogonality error %.1e, %s\n",
+                static_cast<long long>(users), report.method.c_str(), device.str().c_str(),
+                report.objective, report.orthogonality_error,
                 dcalign::torch_api::takes_without_copy(A) ? "anchors read in place" : "copied");
     std::vector<at::Tensor> aligned;
     for (index_t i = 0; i < users; ++i)
-      aligned.push_back(dcalign::torch_api::transform(view(released_data[i]), G[i]));
+      aligned.push_back(dcalign::torch_api::transform(view(released_data[i], device), G[i]));
     const auto X = torch::cat(aligned).to(torch::kFloat32);
-    const auto y = torch::tensor(labels, torch::kInt64);
+    const auto y = torch::tensor(labels, torch::kInt64).to(device);
 
     torch::nn::Sequential model(torch::nn::Linear(kDim, 32), torch::nn::ReLU(),
                                 torch::nn::Linear(32, kClasses));
@@ -146,7 +169,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> test_labels;
     for (index_t i = 0; i < users; ++i) {
       auto projected = people[i].project(tests[i].X);
-      const auto Yi = dcalign::torch_api::transform(view(projected), G[i]);
+      const auto Yi = dcalign::torch_api::transform(view(projected, device), G[i]);
       std::printf("  user %lld: test accuracy %.3f\n", static_cast<long long>(i + 1),
                   accuracy(model, Yi, tests[i].y));
       mapped.push_back(Yi);
