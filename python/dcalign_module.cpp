@@ -34,6 +34,7 @@
 #include "dcalign/privacy_attacks.hpp"
 #include "dcalign/stats.hpp"
 #include "dcalign/user.hpp"
+#include "errors.hpp"
 
 namespace py = pybind11;
 using namespace dcalign;
@@ -613,21 +614,7 @@ PYBIND11_MODULE(_core, m) {
     if (!g_numerical_error) throw py::error_already_set();
     m.add_object("NumericalError", py::handle(g_numerical_error));
   }
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const InvalidInput& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const IoError& e) {
-      PyErr_SetString(PyExc_OSError, e.what());
-    } catch (const NumericalError& e) {
-      PyErr_SetString(g_numerical_error, e.what());
-    } catch (const BackendError& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    } catch (const Error& e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
-  });
+  python::register_error_translation(g_numerical_error);
 
   m.def("_align_f64", &align_impl<double>);
   m.def("_align_f32", &align_impl<float>);

@@ -346,8 +346,19 @@ std::vector<std::pair<std::string, Config>> sweep_points(const Config& config);
 std::vector<StatisticsResult> run_statistics(const Config& config,
                                              const std::vector<Record>& records);
 
-/// Writes <dir>/<name>.json (config, machine, records), <dir>/<name>.csv (records) and
-/// <dir>/<name>.md (summary table in the layout of paper 001 Table 7).
+/// The results' directory, checked before the first trial (a long run must not end unable to
+/// write): created if missing, writable, and the three result paths of experiment `name`
+/// replaceable. Throws IoError with the OS's reason; `what` names the option in the message.
+void check_output_directory(const std::string& dir, const std::string& name,
+                            const std::string& what);
+
+/// The JSON document of a run (name, source, machine, wall_seconds, config, records and, where
+/// the run has them, statistics and rounds): <dir>/<name>.json of write_outputs, and what the
+/// Python module's run_experiment returns.
+std::string result_json(const Result& result);
+
+/// Writes <dir>/<name>.json (result_json), <dir>/<name>.csv (records) and <dir>/<name>.md
+/// (summary table in the layout of paper 001 Table 7).
 void write_outputs(const Result& result, const std::string& dir);
 
 /// The Markdown summary: mean +- 95% CI half-width (Student t over trials). For "nri-dc", per

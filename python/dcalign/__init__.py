@@ -7,6 +7,10 @@ Analyst side
 User side
     make_anchor, secret_basis, release (and transform, top_right_singular_vectors).
 
+Experiments (a module built with the learning layer)
+    run_experiment(config) -> ExperimentResult (records as a list of dicts, .to_pandas()),
+    check_experiment(config).
+
 Evaluation
     communication (paper 001's communication model, as `dcalign comm`), paired_t_test,
     one_way_anova, two_way_anova (the statistics of the experiments' statistics section);
@@ -62,6 +66,9 @@ __all__ = [
     "top_right_singular_vectors",
     "NumericalError",
     "cuda_available",
+    "run_experiment",
+    "check_experiment",
+    "ExperimentResult",
 ]
 __version__ = "0.2.0"
 
@@ -422,3 +429,138 @@ def reconstruction_error(truth: ArrayLike, reconstruction: ArrayLike) -> Dict[st
     ||X||_F), per_row and median_row (||x^_k - x_k|| / ||x_k||)."""
     return _core._reconstruction_error(_to_numpy(truth, "truth")[0],
                                        _to_numpy(reconstruction, "reconstruction")[0])
+
+
+# ---------------------------------------------------------------- experiments
+
+
+_MAX_TRIALS = 1_000_000  # as `dcalign experiment --trials`
+
+
+def _experiment_module() -> Any:
+    try:
+        from . import _experiment
+    except ImportError as e:
+        raise RuntimeError(
+            "this dcalign module was built without the learning layer, which runs experiments: "
+            "reinstall it with pip install . --config-settings=cmake.define.DCALIGN_WITH_LEARN=ON "
+            f"(needs LibTorch, LIBSVM, XGBoost and toml++) ({e})") from e
+    return _experiment
+
+
+def _experiment_arguments(config: Union[str, os.PathLike], data_dir: Any, trials: Any,
+                          device: Any) -> Tuple[str, str, int, str]:
+    if not isinstance(config, (str, os.PathLike)):
+        raise TypeError(f"config must be the path of an experiment file (TOML), got "
+                        f"{type(config).__name__}")
+    if trials is not None:
+        if isinstance(trials, bool) or not isinstance(trials, int):
+            raise TypeError(f"trials must be an int, got {type(trials).__name__}")
+        if not 1 <= trials <= _MAX_TRIALS:
+            raise ValueError(f"trials = {trials}: expected 1 to {_MAX_TRIALS}")
+    if device is not None and device not in ("cpu", "cuda"):
+        raise ValueError(f"device = {device!r}: expected 'cpu' or 'cuda'")
+    return (os.fspath(config), "" if data_dir is None else os.fspath(data_dir),
+            0 if trials is None else int(trials), "" if device is None else str(device))
+
+
+class ExperimentResult:
+    """What run_experiment returns: the run's JSON document (the <name>.json that ``dcalign
+    experiment`` writes) as ``document``, with shortcuts.
+
+    records     list of dicts: trial, condition, method, model, metric, value, seconds (and
+                point for a sweep), one per model score
+    statistics  the [[statistics]] section's results (list of dicts; empty without one)
+    rounds      FedAvg's per-round curves (list of dicts; empty without FedAvg)
+    config, name, machine, wall_seconds
+    summary     the Markdown summary table the command prints
+    to_pandas() the records as a pandas DataFrame (pandas must be installed)
+    """
+
+    def __init__(self, document: Dict[str, Any], summary: str) -> None:
+        self.document = document
+        self.summary = summary
+
+    @property
+    def records(self) -> list:
+        return self.document["records"]
+
+    @property
+    def statistics(self) -> list:
+        return self.document.get("statistics", [])
+
+    @property
+    def rounds(self) -> list:
+        return self.document.get("rounds", [])
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        return self.document["config"]
+
+    @property
+    def name(self) -> str:
+        return self.document["name"]
+
+    @property
+    def machine(self) -> str:
+        return self.document["machine"]
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.document["wall_seconds"]
+
+    def to_pandas(self) -> Any:
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError("ExperimentResult.to_pandas() needs pandas (pip install pandas); "
+                              "the records are in .records as a list of dicts") from e
+        return pd.DataFrame.from_records(self.records)
+
+    def __repr__(self) -> str:
+        return (f"ExperimentResult(name={self.name!r}, records={len(self.records)}, "
+                f"wall_seconds={self.wall_seconds:.3g})")
+
+
+def run_experiment(config: Union[str, os.PathLike], *, data_dir: Optional[Union[str, os.PathLike]] = None,
+                   trials: Optional[int] = None, device: Optional[str] = None,
+                   out: Optional[Union[str, os.PathLike]] = None,
+                   progress: Any = None) -> ExperimentResult:
+    """Runs an experiment file as ``dcalign experiment`` does and returns its results.
+
+    config    path of the TOML file (see experiments/)
+    data_dir  the dataset folder (default: the file's data_dir, $DCALIGN_DATA, then the
+              compiled default)
+    trials    overrides the file's trial count (1 to 10^6)
+    device    overrides the file's device ("cpu" | "cuda")
+    out       a folder: also writes <name>.json, .csv and .md there, atomically, as the command
+              (created if missing, and checked to be writable before the first trial)
+    progress  None (silent), True (messages to stderr, as the command) or a callable taking
+              each message
+
+    Needs a module built with the learning layer (RuntimeError otherwise). Bad files and values
+    raise ValueError, like the command's messages; unreadable files OSError.
+    """
+    path, ddir, n, dev = _experiment_arguments(config, data_dir, trials, device)
+    if progress is True:
+        import sys
+
+        def progress(msg: str) -> None:
+            print(f"dcalign: {msg}", file=sys.stderr, flush=True)
+    elif progress is False:
+        progress = None
+    if progress is not None and not callable(progress):
+        raise TypeError("progress must be None, True, False or a callable taking a str")
+    document, summary = _experiment_module()._run(path, ddir, n, dev,
+                                                  "" if out is None else os.fspath(out), progress)
+    return ExperimentResult(json.loads(document), summary)
+
+
+def check_experiment(config: Union[str, os.PathLike], *,
+                     data_dir: Optional[Union[str, os.PathLike]] = None,
+                     trials: Optional[int] = None, device: Optional[str] = None) -> int:
+    """Checks an experiment file without running a trial (``dcalign experiment --check``): its
+    keys, dataset, sizes and every sweep point. Returns the number of sweep points; raises
+    ValueError naming what is wrong."""
+    path, ddir, n, dev = _experiment_arguments(config, data_dir, trials, device)
+    return int(_experiment_module()._check(path, ddir, n, dev))

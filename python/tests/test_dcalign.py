@@ -7,6 +7,7 @@ The references are independent NumPy implementations written here:
 """
 import json
 import os
+import subprocess
 
 import numpy as np
 import pytest
@@ -351,12 +352,24 @@ class _FakeArray:
         return self._device
 
 
+def _writable(a):
+    if a.flags.writeable:
+        return a
+    try:
+        a.flags.writeable = True  # NumPy < 2: the producer's memory is writable, only flagged
+        return a
+    except ValueError:
+        return a.copy()
+
+
 def _fake_module(monkeypatch):
     import sys
     import types
 
     mod = types.ModuleType("fakearray")
-    mod.from_dlpack = lambda x: _FakeArray(np.from_dlpack(x))
+    # NumPy < 2 marks an array from np.from_dlpack read-only and refuses to export it through
+    # DLPack again; the other library's own array is writable, so a writable view stands in.
+    mod.from_dlpack = lambda x: _FakeArray(_writable(np.from_dlpack(x)))
     monkeypatch.setitem(sys.modules, "fakearray", mod)
     monkeypatch.setattr(_FakeArray, "__module__", "fakearray")
     return mod
@@ -417,6 +430,37 @@ def test_torch_tensors():
     np.testing.assert_allclose(G.numpy(), numpy_odc(A), atol=1e-10)
     G, report = dcalign.align(torch.from_numpy(A).float(), target_rotation="identity")
     assert G.dtype == torch.float32 and report["input_copied"] is True
+
+
+def test_torch_user_side_aligner_and_no_copies():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(31)
+    X = rng.standard_normal((60, 8))
+    tX = torch.from_numpy(X)
+    F = dcalign.secret_basis(tX, 3, seed=4, center=True)
+    assert isinstance(F, torch.Tensor) and F.dtype == torch.float64
+    np.testing.assert_array_equal(F.numpy(), dcalign.secret_basis(X, 3, seed=4, center=True))
+    Xt = dcalign.release(tX, F)
+    assert isinstance(Xt, torch.Tensor)
+    np.testing.assert_allclose(Xt.numpy(), X @ F.numpy(), atol=1e-12)
+    # The anchors in dcalign's layout are read where the tensor keeps them.
+    A = make_anchors(seed=32)
+    t = torch.stack([torch.from_numpy(np.ascontiguousarray(a.T)) for a in A]).transpose(1, 2)
+    assert t.shape == A.shape and t.stride() == (A.shape[1] * A.shape[2], 1, A.shape[1])
+    assert dcalign._buffer_address_used(t, target_rotation="identity") == t.data_ptr()
+    G, report = dcalign.align(t, target_rotation="identity")
+    assert report["input_copied"] is False
+    np.testing.assert_allclose(G.numpy(), numpy_odc(A), atol=1e-10)
+    # transform and the Aligner return tensors; a tensor that requires grad is read, detached.
+    out = dcalign.transform(Xt, G[0, :3, :3].contiguous())
+    assert isinstance(out, torch.Tensor)
+    np.testing.assert_allclose(out.numpy(), Xt.numpy() @ G[0, :3, :3].numpy(), atol=1e-12)
+    model = dcalign.Aligner()
+    G_fit, _ = model.fit(t.clone().requires_grad_(True), target_rotation="identity")
+    assert isinstance(G_fit, torch.Tensor) and not G_fit.requires_grad
+    G_new, _ = model.enroll(torch.from_numpy(A[2]))
+    assert isinstance(G_new, torch.Tensor)
+    np.testing.assert_allclose(G_new.numpy(), G_fit[2].numpy(), atol=1e-10)
 
 
 def test_blas_info_names_library_and_kernels():
@@ -521,3 +565,117 @@ def test_privacy_measurements():
     np.testing.assert_allclose(e["per_row"], want, rtol=1e-10)
     with pytest.raises(ValueError, match="2-D"):
         dcalign.dr_privacy(X[0], F, epsilon=0.5)
+
+
+# ---------------------------------------------------------------- experiments
+
+SMALL_EXPERIMENT = """name = "py_small"
+dataset = "synthetic"
+users = 4
+samples_per_user = 60
+test_samples = 400
+anchor_rows = 200
+dim = 8
+conditions = ["DiffSpan-Orth"]
+methods = ["central", "local", "imakura", "odc"]
+models = ["svm", "knn"]
+metrics = ["accuracy"]
+trials = 3
+seed = 3
+
+[[statistics]]
+test = "paired-t"
+a = "odc"
+b = "imakura"
+"""
+
+
+def _has_experiments():
+    try:
+        from dcalign import _experiment  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _cli():
+    """The dcalign command of the build ($DCALIGN_CLI; scripts/test-python.sh sets it)."""
+    cli = os.environ.get("DCALIGN_CLI")
+    if not cli or not os.access(cli, os.X_OK):
+        pytest.skip("DCALIGN_CLI does not name the dcalign command (scripts/test-python.sh sets it)")
+    return cli
+
+
+def test_run_experiment_without_the_learning_layer_says_how(tmp_path):
+    if _has_experiments():
+        pytest.skip("this module has the learning layer")
+    with pytest.raises(RuntimeError, match="DCALIGN_WITH_LEARN=ON"):
+        dcalign.run_experiment(tmp_path / "x.toml")
+
+
+def test_run_experiment_matches_the_command(tmp_path):
+    if not _has_experiments():
+        pytest.skip("this module was built without the learning layer")
+    cli = _cli()
+    cfg = tmp_path / "py_small.toml"
+    cfg.write_text(SMALL_EXPERIMENT)
+    messages = []
+    result = dcalign.run_experiment(cfg, progress=messages.append, out=tmp_path / "py")
+    assert isinstance(result, dcalign.ExperimentResult)
+    assert any("trial 3 of 3" in m for m in messages), messages
+    # 3 trials x (Central, Local, Imakura-DC, ODC) x 2 models
+    assert len(result.records) == 24 and result.name == "py_small"
+    assert {r["method"] for r in result.records} == {"central", "local", "imakura", "odc"}
+    assert all(0 <= r["value"] <= 1 for r in result.records)
+    subprocess.run([cli, "experiment", str(cfg), "--out", str(tmp_path / "cli")], check=True,
+                   capture_output=True)
+    with open(tmp_path / "cli" / "py_small.json") as f:
+        command = json.load(f)
+    key = ("trial", "condition", "method", "model", "metric")
+    ours = {tuple(r[k] for k in key): r["value"] for r in result.records}
+    theirs = {tuple(r[k] for k in key): r["value"] for r in command["records"]}
+    assert ours.keys() == theirs.keys()
+    for k in ours:  # the same seeds and code: the same scores
+        assert ours[k] == pytest.approx(theirs[k], abs=1e-12), k
+    assert len(result.statistics) == len(command["statistics"]) == 2
+    for s, t in zip(result.statistics, command["statistics"]):
+        assert s["model"] == t["model"] and s["p"] == pytest.approx(t["p"], rel=1e-12)
+    # out= wrote the command's three files, the JSON the same document.
+    with open(tmp_path / "py" / "py_small.json") as f:
+        assert json.load(f)["records"] == result.records
+    assert (tmp_path / "py" / "py_small.csv").exists() and (tmp_path / "py" / "py_small.md").exists()
+    assert "odc" in result.summary
+    assert dcalign.check_experiment(cfg) == 1
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas"):
+            result.to_pandas()
+    else:
+        frame = result.to_pandas()
+        assert len(frame) == 24 and list(frame.columns[:5]) == list(key)
+
+
+def test_run_experiment_errors(tmp_path):
+    if not _has_experiments():
+        pytest.skip("this module was built without the learning layer")
+    with pytest.raises(TypeError, match="path"):
+        dcalign.run_experiment({"dataset": "synthetic"})
+    with pytest.raises(ValueError, match="trials = 0"):
+        dcalign.run_experiment(tmp_path / "x.toml", trials=0)
+    with pytest.raises(ValueError, match="device"):
+        dcalign.run_experiment(tmp_path / "x.toml", device="tpu")
+    with pytest.raises(ValueError, match="cannot open"):
+        dcalign.run_experiment(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL_EXPERIMENT.replace('dim = 8', 'dim = "eight"'))
+    with pytest.raises(ValueError, match="dim"):
+        dcalign.check_experiment(bad)
+    cfg = tmp_path / "py_small.toml"
+    cfg.write_text(SMALL_EXPERIMENT)
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(OSError, match="[Nn]ot a directory"):  # checked before the first trial
+        dcalign.run_experiment(cfg, out=blocker)
+    with pytest.raises(TypeError, match="progress"):
+        dcalign.run_experiment(cfg, progress="yes")

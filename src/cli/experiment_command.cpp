@@ -1,41 +1,10 @@
 // `dcalign experiment FILE`: runs a TOML experiment and writes JSON, CSV and a Markdown table.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "dcalign/experiment.hpp"
-#include "io/staged_outputs.hpp"
 
 namespace dcalign::cli {
-
-// The results' directory, checked before the first trial (a long run must not end unable to
-// write): created if missing, writable (a probe file is created and removed), and the three
-// result paths replaceable. Errors give the OS's reason.
-void check_output_directory(const std::string& dir, const std::string& name) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec)
-    throw IoError("--out '" + dir + "': cannot create the results directory (" + ec.message() +
-                  ")");
-  if (!fs::is_directory(dir, ec))
-    throw IoError("--out '" + dir + "' is not a directory; expected a directory for the results");
-  const std::string probe =
-      (fs::path(dir) / (".dcalign-probe.tmp." + std::to_string(::getpid()))).string();
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw IoError("--out '" + dir + "': cannot write the results there (" + std::strerror(errno) +
-                  "); checked before the first trial");
-  ::close(fd);
-  ::unlink(probe.c_str());
-  for (const char* ext : {".json", ".csv", ".md"})
-    io::check_replaceable_file((fs::path(dir) / (name + ext)).string(), "experiment output");
-}
 
 // The most trials `--trials` accepts (the config's `trials` key has the same bound).
 constexpr long long kMaxTrials = 1000000;
@@ -71,7 +40,7 @@ void add_experiment_command(CLI::App& app) {
                 << cfg.trials << " trial(s)\n";
       return;
     }
-    check_output_directory(args.out_dir, cfg.name);
+    experiment::check_output_directory(args.out_dir, cfg.name, "--out");
     auto result = experiment::run(
         cfg, [](const std::string& msg) { std::cerr << "dcalign: " << msg << std::endl; });
     experiment::write_outputs(result, args.out_dir);

@@ -1,10 +1,14 @@
 // The output files of an experiment: JSON (config, machine, records), CSV (records) and the
 // Markdown summary (summary.cpp), written atomically.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -30,11 +34,30 @@ void cfg_fedavg(nlohmann::ordered_json& cfg, const Config& c) {
 
 }  // namespace
 
-void write_outputs(const Result& r, const std::string& dir) {
-  if (const auto why = experiment_name_problem(r.config.name); !why.empty())
-    throw InvalidInput("experiment name \"" + r.config.name + "\" " + why +
-                       "; it must be a single plain file name");
-  const std::string base = dir + "/" + r.config.name;
+// Writable: a probe file is created and removed.
+void check_output_directory(const std::string& dir, const std::string& name,
+                            const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw IoError(what + " '" + dir + "': cannot create the results directory (" + ec.message() +
+                  ")");
+  if (!fs::is_directory(dir, ec))
+    throw IoError(what + " '" + dir + "' is not a directory; expected a directory for the results");
+  const std::string probe =
+      (fs::path(dir) / (".dcalign-probe.tmp." + std::to_string(::getpid()))).string();
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw IoError(what + " '" + dir + "': cannot write the results there (" + std::strerror(errno) +
+                  "); checked before the first trial");
+  ::close(fd);
+  ::unlink(probe.c_str());
+  for (const char* ext : {".json", ".csv", ".md"})
+    io::check_replaceable_file((fs::path(dir) / (name + ext)).string(), "experiment output");
+}
+
+std::string result_json(const Result& r) {
   nlohmann::ordered_json j;
   const auto& c = r.config;
   j["name"] = c.name;
@@ -166,6 +189,15 @@ void write_outputs(const Result& r, const std::string& dir) {
                         {"uplink_bytes", rr.uplink_bytes}});
     j["rounds"] = rounds;
   }
+  return j.dump(2) + "\n";
+}
+
+void write_outputs(const Result& r, const std::string& dir) {
+  if (const auto why = experiment_name_problem(r.config.name); !why.empty())
+    throw InvalidInput("experiment name \"" + r.config.name + "\" " + why +
+                       "; it must be a single plain file name");
+  const std::string base = dir + "/" + r.config.name;
+  const auto& c = r.config;
   // The three files are staged beside their destinations and renamed into place together once
   // all are written: a failed run leaves earlier results untouched.
   io::StagedOutputs staged;
@@ -182,7 +214,7 @@ void write_outputs(const Result& r, const std::string& dir) {
       throw IoError("writing '" + path + "' failed (" +
                     (errno ? std::strerror(errno) : "unknown error") + ")");
   };
-  write(base + ".json", j.dump(2) + "\n");
+  write(base + ".json", result_json(r));
   std::ostringstream csv;
   const bool swept = !c.sweep.empty();  // the point as a last column (its values hold no ',')
   csv << "trial,condition,method,model,metric,value,seconds" << (swept ? ",point" : "") << "\n";
