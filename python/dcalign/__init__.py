@@ -29,7 +29,12 @@ host can read (PyTorch CPU tensors, JAX or CuPy host arrays, NumPy >= 1.22), vie
 (and for lists, through np.asarray), else through the producing library's ``from_dlpack``
 (``torch.from_dlpack``, ``jax.numpy.from_dlpack``, ...), which takes the NumPy result's DLPack
 capsule without a copy where that library can. Arrays in device memory are refused with their
-device named: the module computes on the host.
+device named: the module reads and returns host memory.
+
+GPU. ``pip install .`` builds the CUDA backend where nvcc is found, with the CUDA runtime linked
+statically and cuBLAS / cuSOLVER opened on first use, so the same module imports and runs on a
+machine without a GPU or a CUDA toolkit. ``align(..., device="cuda")`` then computes on the GPU
+from host arrays (copied there once, G copied back); ``cuda_available()`` says whether it can.
 
 Errors. Bad input (shapes, NaN, unknown option values) raises ValueError with the library's
 message; unknown option names or options of the wrong type raise TypeError; file errors raise
