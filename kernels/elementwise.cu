@@ -29,6 +29,21 @@ __global__ void copy_matrices_kernel(index_t count, int rows, int cols, const S*
     }
 }
 
+// A stack in any element-strided layout (a DLPack tensor's, C order) into dcalign's
+// column-major one; copy_matrices reads column-major sources only. Writes are coalesced, reads
+// follow the source's strides.
+template <typename T>
+__global__ void gather_matrices_kernel(index_t count, index_t rows, index_t cols, const T* src,
+                                       index_t sc, index_t si, index_t sj, T* dst, index_t dst_ld,
+                                       index_t dst_stride) {
+  const index_t per = rows * cols, total = count * per;
+  for (index_t t = blockIdx.x * index_t(blockDim.x) + threadIdx.x; t < total;
+       t += index_t(gridDim.x) * blockDim.x) {
+    const index_t k = t / per, e = t % per, i = e % rows, j = e / rows;
+    dst[k * dst_stride + i + j * dst_ld] = src[k * sc + i * si + j * sj];
+  }
+}
+
 // Batched out-of-place transpose through shared-memory tiles; cublas<t>geam transposes one
 // matrix per call.
 template <typename T>
@@ -136,6 +151,16 @@ void copy_matrices(cudaStream_t stream, index_t count, index_t rows, index_t col
   check_launch("copy_matrices_kernel");
 }
 
+template <typename T>
+void gather_matrices(cudaStream_t stream, index_t count, index_t rows, index_t cols, const T* src,
+                     index_t sc, index_t si, index_t sj, T* dst, index_t dst_ld,
+                     index_t dst_stride) {
+  if (count <= 0 || rows <= 0 || cols <= 0) return;
+  gather_matrices_kernel<T><<<grid_for(count * rows * cols, 4096), kThreads, 0, stream>>>(
+      count, rows, cols, src, sc, si, sj, dst, dst_ld, dst_stride);
+  check_launch("gather_matrices_kernel");
+}
+
 template <typename S, typename D>
 void convert_matrix(cudaStream_t stream, index_t rows, index_t cols, const S* src, index_t src_ld,
                     D* dst, index_t dst_ld) {
@@ -201,6 +226,8 @@ void scale_rows_by_inverse(cudaStream_t stream, index_t count, index_t rows, ind
                                  index_t, T*, index_t, index_t);                                  \
   template void transpose_matrices<T>(cudaStream_t, index_t, index_t, index_t, const T*, index_t, \
                                       index_t, T*, index_t, index_t);                             \
+  template void gather_matrices<T>(cudaStream_t, index_t, index_t, index_t, const T*, index_t,    \
+                                   index_t, index_t, T*, index_t, index_t);                       \
   template void fill<T>(cudaStream_t, T*, index_t, T);                                            \
   template void add_identity<T>(cudaStream_t, index_t, index_t, T*, index_t, index_t, T);         \
   template void upper_triangle<T>(cudaStream_t, index_t, index_t, const T*, index_t, index_t, T*, \

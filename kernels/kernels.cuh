@@ -28,6 +28,11 @@ void pointer_array(cudaStream_t stream, void** out, const void* base, index_t st
 template <typename T>
 void copy_matrices(cudaStream_t stream, index_t count, index_t rows, index_t cols, const T* src,
                    index_t src_ld, index_t src_stride, T* dst, index_t dst_ld, index_t dst_stride);
+/// dst_k(i, j) = src[k * sc + i * si + j * sj] for rows x cols matrices (any element strides).
+template <typename T>
+void gather_matrices(cudaStream_t stream, index_t count, index_t rows, index_t cols, const T* src,
+                     index_t sc, index_t si, index_t sj, T* dst, index_t dst_ld,
+                     index_t dst_stride);
 /// dst = src rounded or widened to D (float <-> double), rows x cols, column-major.
 template <typename S, typename D>
 void convert_matrix(cudaStream_t stream, index_t rows, index_t cols, const S* src, index_t src_ld,

@@ -514,6 +514,43 @@ TYPED_TEST_P(BackendConformance, TrsmUpperBatchedReadsOnlyTheUpperTriangle) {
       }
 }
 
+// gather: C order (the default of NumPy and PyTorch), a permuted layout, a broadcast (stride 0)
+// and dcalign's own, into a strided destination; exact copies, nothing outside written.
+TYPED_TEST_P(BackendConformance, GatherFromAnyStridesIsAnExactCopy) {
+  using T = TypeParam;
+  std::uint64_t seed = 520;
+  for (index_t c : {index_t(0), index_t(1), index_t(4)})
+    for (index_t r : {index_t(1), index_t(6)})
+      for (index_t cl : {index_t(1), index_t(3)}) {
+        SCOPED_TRACE(shape<T>(c, r, cl));
+        Rng rng(seed++);
+        const index_t n = std::max<index_t>(c * r * cl, 1);
+        HostStack<T> flat(1, n, 1);
+        flat.fill_normal(rng);
+        Buffer<T> dsrc = this->up(flat.v);
+        struct Layout {
+          const char* name;
+          index_t sc, si, sj;
+        };
+        for (const Layout& lay :
+             {Layout{"C order", r * cl, cl, 1}, Layout{"dcalign", r * cl, 1, r},
+              Layout{"users last", 1, c * cl, c}, Layout{"broadcast", 0, 1, r}}) {
+          SCOPED_TRACE(lay.name);
+          HostStack<T> out(c, r, cl, r + 1, (r + 1) * cl + 2);
+          Buffer<T> dout = this->up(out.v);
+          this->p().gather(static_cast<const T*>(dsrc.data()), lay.sc, lay.si, lay.sj,
+                           out.view(dout.data()));
+          const HostStack<T> got = this->fetch(out, dout);
+          EXPECT_EQ(out.padding_changed(got.v), 0);
+          for (index_t k = 0; k < c; ++k)
+            for (index_t j = 0; j < cl; ++j)
+              for (index_t i = 0; i < r; ++i)
+                ASSERT_EQ(got.at(k, i, j),
+                          flat.v[static_cast<size_t>(k * lay.sc + i * lay.si + j * lay.sj)]);
+        }
+      }
+}
+
 TYPED_TEST_P(BackendConformance, VstackAndUnvstackAreExactCopies) {
   using T = TypeParam;
   std::uint64_t seed = 500;
@@ -1528,16 +1565,16 @@ TYPED_TEST_P(BackendConformance, SyevLargestOfTheKnownSpectrum) {
 REGISTER_TYPED_TEST_SUITE_P(
     BackendConformance, MemoryRoundTripCopyFillSynchronize, GemmAllTransposesShapesAndStrides,
     GemmBatchedBroadcastStridedAndEmpty, TrsmUpperBatchedReadsOnlyTheUpperTriangle,
-    VstackAndUnvstackAreExactCopies, GeamOnStridedBlocksAndInPlace,
-    PolarBatchedMatchesTheKnownPolarFactor, QrBatchedOrthogonalTriangularAndRatio,
-    SvdTopkExactAndRandomizedOnKnownSpectra, LstsqBatchedMatchesTheKnownSolution,
-    SygvSmallestEigenpairsOfTheKnownPencil, SygvSmallestRejectsAnIndefiniteB,
-    PolarStartScalesAndFlags, InverseBatchedInvertsActiveAndFlagsSingular,
-    PolarNewtonStepFollowsTheScalarContract, PolarNewtonStepsConvergeToThePolarFactor,
-    AddIdentityBatchedTouchesOnlyTheDiagonal, AllFiniteFindsNanAndInfAnywhere,
-    FirstNonfiniteBatchedReportsTheFirstIndex, OrthogonalityErrorsAgainstLongDouble,
-    ResidualsAndProductColumnNormsAgainstLongDouble, SumSquaresAccumulatesInDouble,
-    InnerProductsOfStridedStacksInDouble, SyrkBothOrientationsAreFullAndSymmetric,
-    SyevLargestOfTheKnownSpectrum);
+    VstackAndUnvstackAreExactCopies, GatherFromAnyStridesIsAnExactCopy,
+    GeamOnStridedBlocksAndInPlace, PolarBatchedMatchesTheKnownPolarFactor,
+    QrBatchedOrthogonalTriangularAndRatio, SvdTopkExactAndRandomizedOnKnownSpectra,
+    LstsqBatchedMatchesTheKnownSolution, SygvSmallestEigenpairsOfTheKnownPencil,
+    SygvSmallestRejectsAnIndefiniteB, PolarStartScalesAndFlags,
+    InverseBatchedInvertsActiveAndFlagsSingular, PolarNewtonStepFollowsTheScalarContract,
+    PolarNewtonStepsConvergeToThePolarFactor, AddIdentityBatchedTouchesOnlyTheDiagonal,
+    AllFiniteFindsNanAndInfAnywhere, FirstNonfiniteBatchedReportsTheFirstIndex,
+    OrthogonalityErrorsAgainstLongDouble, ResidualsAndProductColumnNormsAgainstLongDouble,
+    SumSquaresAccumulatesInDouble, InnerProductsOfStridedStacksInDouble,
+    SyrkBothOrientationsAreFullAndSymmetric, SyevLargestOfTheKnownSpectrum);
 
 }  // namespace dcalign::conformance

@@ -142,6 +142,10 @@ class Primitives {
   /// out = [M_1; M_2; ...; M_c] (count*rows x cols, leading dimension out.ld()); `in` may be
   /// strided.
   virtual void vstack(StackView<const T> in, MatrixView<T> out) = 0;
+  /// dst_k(i, j) = src[k * sc + i * si + j * sj]: a stack of the backend's memory in any layout
+  /// with non-negative element strides (a DLPack tensor's, a C-ordered one) gathered into
+  /// `dst`'s (which may be strided).
+  virtual void gather(const T* src, index_t sc, index_t si, index_t sj, StackView<T> dst) = 0;
   /// Inverse of vstack (`out` may be strided).
   virtual void unvstack(MatrixView<const T> in, StackView<T> out) = 0;
   /// C = alpha A^T A + beta C (Op::trans) or alpha A A^T + beta C (Op::none), C square and,
@@ -256,6 +260,10 @@ struct BackendOptions {
   /// of the device; the legacy default stream is adopted as cudaStreamLegacy.
   void* cuda_stream = nullptr;
 };
+
+/// The BackendOptions::cuda_stream that names CUDA's legacy default stream (cudaStreamLegacy;
+/// DLPack's stream 1), for code that does not include the CUDA headers.
+inline void* cuda_legacy_default_stream() { return reinterpret_cast<void*>(std::uintptr_t(1)); }
 
 /// A backend: where the data lives and who computes. Owns library handles and workspaces.
 class Backend {

@@ -237,6 +237,16 @@ void CpuPrimitives<T>::unvstack(MatrixView<const T> in, StackView<T> out) {
 }
 
 template <typename T>
+void CpuPrimitives<T>::gather(const T* src, index_t sc, index_t si, index_t sj, StackView<T> dst) {
+  for (index_t k = 0; k < dst.count(); ++k) {
+    auto m = dst[k];
+    const T* s = src + k * sc;
+    for (index_t j = 0; j < m.cols(); ++j)
+      for (index_t i = 0; i < m.rows(); ++i) m(i, j) = s[i * si + j * sj];
+  }
+}
+
+template <typename T>
 void CpuPrimitives<T>::syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) {
   const bool t = trans == Op::trans;
   const index_t n = t ? A.cols() : A.rows(), k = t ? A.rows() : A.cols();

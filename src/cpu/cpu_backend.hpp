@@ -28,6 +28,7 @@ class CpuPrimitives final : public Primitives<T> {
   void trsm_upper_batched(StackView<const T> R, StackView<T> B) override;
   void vstack(StackView<const T> in, MatrixView<T> out) override;
   void unvstack(MatrixView<const T> in, StackView<T> out) override;
+  void gather(const T* src, index_t sc, index_t si, index_t sj, StackView<T> dst) override;
   void syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) override;
   void geam(T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
             MatrixView<T> C) override;

@@ -183,6 +183,14 @@ void unvstack(Context& ctx, MatrixView<const T> in, StackView<T> out) {
 }
 
 template <typename T>
+void gather(Context& ctx, const T* src, index_t sc, index_t si, index_t sj, StackView<T> dst) {
+  if (sc < 0 || si < 0 || sj < 0)
+    throw InvalidInput("gather: negative strides are not supported (internal error)");
+  kernels::gather_matrices(ctx.stream(), dst.count(), dst.rows(), dst.cols(), src, sc, si, sj,
+                           dst.data(), dst.ld(), dst.stride());
+}
+
+template <typename T>
 void geam(Context& ctx, T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,
           MatrixView<T> C) {
   if (A.rows() != C.rows() || A.cols() != C.cols() || B.rows() != C.rows() || B.cols() != C.cols())
@@ -361,6 +369,7 @@ std::vector<double> inner_products(Context& ctx, StackView<const T> X, StackView
   template void trsm_upper_batched<T>(Context&, StackView<const T>, StackView<T>);                \
   template void vstack<T>(Context&, StackView<const T>, MatrixView<T>);                           \
   template void unvstack<T>(Context&, MatrixView<const T>, StackView<T>);                         \
+  template void gather<T>(Context&, const T*, index_t, index_t, index_t, StackView<T>);           \
   template void syrk<T>(Context&, Op, T, MatrixView<const T>, T, MatrixView<T>);                  \
   template void geam<T>(Context&, T, MatrixView<const T>, T, MatrixView<const T>, MatrixView<T>); \
   template bool all_finite<T>(Context&, const T*, index_t);                                       \

@@ -41,6 +41,9 @@ class CudaPrimitives final : public Primitives<T> {
   void unvstack(MatrixView<const T> in, StackView<T> out) override {
     ops::unvstack(use(), in, out);
   }
+  void gather(const T* src, index_t sc, index_t si, index_t sj, StackView<T> dst) override {
+    ops::gather(use(), src, sc, si, sj, dst);
+  }
   void syrk(Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C) override {
     ops::syrk(use(), trans, alpha, A, beta, C);
   }

@@ -36,6 +36,8 @@ void vstack(Context& ctx, StackView<const T> in, MatrixView<T> out);
 template <typename T>
 void unvstack(Context& ctx, MatrixView<const T> in, StackView<T> out);
 template <typename T>
+void gather(Context& ctx, const T* src, index_t sc, index_t si, index_t sj, StackView<T> dst);
+template <typename T>
 void syrk(Context& ctx, Op trans, T alpha, MatrixView<const T> A, T beta, MatrixView<T> C);
 template <typename T>
 void geam(Context& ctx, T alpha, MatrixView<const T> A, T beta, MatrixView<const T> B,

@@ -1212,7 +1212,7 @@ TEST(CudaBackend, AdoptedStreamIsOrderedAndSynchronisesNothingElse) {
 TEST(CudaBackend, AdoptedStreamOfTheLegacyDefaultStream) {
   DCALIGN_REQUIRE_GPU();
   BackendOptions bo;
-  bo.cuda_stream = cudaStreamLegacy;
+  bo.cuda_stream = cuda_legacy_default_stream();  // the public spelling of cudaStreamLegacy
   auto backend = make_backend(Device::cuda, bo);
   EXPECT_EQ(cuda::stream_of(*backend), cudaStreamLegacy);
   std::vector<double> v = {1, 2, 3};
