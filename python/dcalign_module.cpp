@@ -7,10 +7,14 @@
 // once into a dcalign Stack. G is returned in the same layout, shape (c, l, l), so that
 // A[i] @ G[i] is user i's aligned anchor.
 //
+// Device memory. _align_dlpack takes the DLPack capsule of an array in GPU (or host) memory and
+// returns G in the same memory as a _DlpackArray (see "DLPack" below).
+//
 // Errors. dcalign::InvalidInput -> ValueError, IoError -> OSError, NumericalError ->
 // dcalign.NumericalError (a subclass of both ArithmeticError and ValueError), BackendError and
 // any other dcalign::Error -> RuntimeError; unknown option names and options of the wrong type ->
 // TypeError.
+#include <dlpack/dlpack.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -599,6 +603,186 @@ py::dict reconstruction_error_impl(const py::array_t<double, py::array::forcecas
   return d;
 }
 
+// ---------------------------------------------------------------- DLPack (device memory)
+//
+// align() on an array in GPU memory: the caller's library hands a DLPack capsule over (its
+// __dlpack__(stream=1): ordered before the legacy default stream, on which the CUDA backend then
+// runs), the anchors are read where they are (dcalign's layout) or gathered once on the device,
+// and G comes back in device memory as a _DlpackArray, which the caller's from_dlpack takes
+// without a copy. Host capsules (kDLCPU) take the same path on the CPU backend, which is how the
+// CPU tests check it. The legacy capsule ("dltensor", DLPack 0.6 / dlpack.h of libdlpack-dev)
+// is what every consumer accepts.
+
+/// Owns a result buffer until it is handed out through DLPack, then the capsule owns it.
+struct DlpackArray {
+  std::unique_ptr<Buffer<float>> f32;
+  std::unique_ptr<Buffer<double>> f64;
+  std::vector<std::int64_t> shape, strides;  // elements
+  DLDevice device{kDLCPU, 0};
+  bool exported = false;
+};
+
+struct DlpackOwner {  // manager_ctx of an exported DLManagedTensor
+  std::unique_ptr<Buffer<float>> f32;
+  std::unique_ptr<Buffer<double>> f64;
+  std::vector<std::int64_t> shape, strides;
+};
+
+void delete_dlpack(DLManagedTensor* m) {
+  delete static_cast<DlpackOwner*>(m->manager_ctx);  // frees the buffer (stream-ordered on a GPU)
+  delete m;
+}
+
+void delete_unused_capsule(PyObject* capsule) {
+  // A capsule nobody consumed still owns its tensor (the DLPack protocol's rule).
+  if (!PyCapsule_IsValid(capsule, "dltensor")) return;
+  PyObject *type, *value, *trace;
+  PyErr_Fetch(&type, &value, &trace);
+  auto* m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+  if (m && m->deleter) m->deleter(m);
+  PyErr_Restore(type, value, trace);
+}
+
+py::capsule export_dlpack(DlpackArray& a) {
+  if (a.exported)
+    throw py::buffer_error(
+        "this dcalign result was already handed out through __dlpack__; DLPack transfers it once "
+        "(call from_dlpack on it once)");
+  auto owner = std::make_unique<DlpackOwner>();
+  owner->shape = a.shape;
+  owner->strides = a.strides;
+  auto m = std::make_unique<DLManagedTensor>();
+  m->dl_tensor.data = a.f64 ? static_cast<void*>(a.f64->data()) : static_cast<void*>(a.f32->data());
+  m->dl_tensor.device = a.device;
+  m->dl_tensor.ndim = static_cast<int>(owner->shape.size());
+  m->dl_tensor.dtype = DLDataType{kDLFloat, static_cast<std::uint8_t>(a.f64 ? 64 : 32), 1};
+  m->dl_tensor.shape = owner->shape.data();
+  m->dl_tensor.strides = owner->strides.data();
+  m->dl_tensor.byte_offset = 0;
+  owner->f32 = std::move(a.f32);
+  owner->f64 = std::move(a.f64);
+  m->manager_ctx = owner.release();
+  m->deleter = &delete_dlpack;
+  PyObject* capsule = PyCapsule_New(m.get(), "dltensor", &delete_unused_capsule);
+  if (!capsule) {
+    delete_dlpack(m.release());
+    throw py::error_already_set();
+  }
+  m.release();
+  a.exported = true;
+  return py::reinterpret_steal<py::capsule>(capsule);
+}
+
+/// Takes the tensor of an unused DLPack capsule (renamed "used_dltensor": its deleter is ours to
+/// call, which ~DlpackInput does).
+struct DlpackInput {
+  DLManagedTensor* m = nullptr;
+  explicit DlpackInput(const py::object& capsule) {
+    if (!PyCapsule_CheckExact(capsule.ptr()) || !PyCapsule_IsValid(capsule.ptr(), "dltensor"))
+      throw py::value_error(
+          "anchors: expected an unused DLPack capsule (named 'dltensor', from __dlpack__())");
+    m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+    if (!m) throw py::error_already_set();
+    PyCapsule_SetName(capsule.ptr(), "used_dltensor");
+  }
+  DlpackInput(const DlpackInput&) = delete;
+  DlpackInput& operator=(const DlpackInput&) = delete;
+  ~DlpackInput() {
+    if (m && m->deleter) m->deleter(m);
+  }
+};
+
+std::string dlpack_device_name(const DLDevice& d) {
+  switch (d.device_type) {
+    case kDLCPU:
+      return "cpu";
+    case kDLCUDA:
+      return "cuda:" + std::to_string(d.device_id);
+    case kDLCUDAHost:
+      return "cuda_host:" + std::to_string(d.device_id);
+    case kDLCUDAManaged:
+      return "cuda_managed:" + std::to_string(d.device_id);
+    default:
+      return "DLPack device type " + std::to_string(static_cast<int>(d.device_type)) + ":" +
+             std::to_string(d.device_id);
+  }
+}
+
+template <typename T>
+py::tuple align_dlpack_typed(const DLTensor& t, const CallOptions& o) {
+  const index_t c = t.shape[0], a = t.shape[1], l = t.shape[2];
+  detail::check_shape(c, a, l, "anchors");
+  // Element strides; none given means C order (the DLPack convention).
+  index_t sc = a * l, si = l, sj = 1;
+  if (t.strides) {
+    sc = t.strides[0];
+    si = t.strides[1];
+    sj = t.strides[2];
+  }
+  if (sc < 0 || si < 0 || sj < 0)
+    throw py::value_error("anchors: negative strides (" + std::to_string(sc) + ", " +
+                          std::to_string(si) + ", " + std::to_string(sj) +
+                          "); expected non-negative strides (make the array contiguous first)");
+  const T* base = reinterpret_cast<const T*>(static_cast<const char*>(t.data) + t.byte_offset);
+  if (reinterpret_cast<std::uintptr_t>(base) % alignof(T) != 0)
+    throw py::value_error("anchors: the data pointer is not aligned to its dtype");
+  BackendOptions bo;
+  bo.threads = o.threads;
+  Device device = Device::cpu;
+  if (t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged) {
+    device = Device::cuda;
+    bo.device_id = t.device.device_id;
+    bo.cuda_stream = cuda_legacy_default_stream();  // the stream 1 the producer was given
+  }
+  auto backend = make_backend(device, bo);
+  auto& p = backend->primitives<T>();
+  const bool view = (c == 1 || sc == a * l) && (a == 1 || si == 1) && (l == 1 || sj == a);
+  DlpackArray out;
+  out.shape = {c, l, l};
+  out.strides = {l * l, 1, l};
+  out.device = t.device.device_type == kDLCUDAHost ? DLDevice{kDLCPU, 0} : t.device;
+  auto G = std::make_unique<Buffer<T>>(p.allocate(c * l * l));
+  AlignReport report;
+  {
+    py::gil_scoped_release nogil;
+    Buffer<T> gathered;
+    StackView<const T> A(base, c, a, l);
+    if (!view) {
+      gathered = p.allocate(c * a * l);
+      p.gather(base, sc, si, sj, gathered.stack(c, a, l));
+      A = StackView<const T>(gathered.data(), c, a, l);
+    }
+    report = align_resident(p, A, G->stack(c, l, l), MatrixView<T>(), o.align);
+    // G complete, and the anchors no longer read, before the caller gets G and its capsule is
+    // released (only this stream waits).
+    p.synchronize();
+  }
+  if constexpr (std::is_same_v<T, double>)
+    out.f64 = std::move(G);
+  else
+    out.f32 = std::move(G);
+  return py::make_tuple(std::move(out), report.to_json(-1), !view);
+}
+
+/// (G as a _DlpackArray, report JSON, copied) for the anchors of an unused DLPack capsule.
+py::tuple align_dlpack(const py::object& capsule, const std::string& method, const py::dict& kw) {
+  const CallOptions o = parse_options(method, kw);
+  DlpackInput in(capsule);
+  const DLTensor& t = in.m->dl_tensor;
+  if (t.ndim != 3)
+    throw py::value_error("anchors must be a 3-D array (c, a, l), got " + std::to_string(t.ndim) +
+                          " dimensions");
+  const DLDeviceType dt = t.device.device_type;
+  if (dt != kDLCPU && dt != kDLCUDA && dt != kDLCUDAHost && dt != kDLCUDAManaged)
+    throw py::value_error("anchors: array on " + dlpack_device_name(t.device) +
+                          "; dcalign computes on the CPU and CUDA GPUs");
+  if (t.dtype.code != kDLFloat || t.dtype.lanes != 1 || (t.dtype.bits != 32 && t.dtype.bits != 64))
+    throw py::value_error("anchors must be float32 or float64, got DLPack type code " +
+                          std::to_string(t.dtype.code) + " with " + std::to_string(t.dtype.bits) +
+                          " bits x " + std::to_string(t.dtype.lanes) + " lanes");
+  return t.dtype.bits == 64 ? align_dlpack_typed<double>(t, o) : align_dlpack_typed<float>(t, o);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -618,6 +802,31 @@ PYBIND11_MODULE(_core, m) {
 
   m.def("_align_f64", &align_impl<double>);
   m.def("_align_f32", &align_impl<float>);
+  m.def("_align_dlpack", &align_dlpack);
+  py::class_<DlpackArray>(m, "_DlpackArray",
+                          "An alignment result in a backend's memory (a GPU's, or the host's), "
+                          "handed to the caller's from_dlpack once, without a copy.")
+      .def(
+          "__dlpack__",
+          [](DlpackArray& a, const py::object& stream, const py::kwargs&) {
+            // The result is complete when align returns (its stream was synchronised), so a
+            // consumer's stream needs no wait.
+            (void)stream;
+            return export_dlpack(a);
+          },
+          py::arg("stream") = py::none())
+      .def("__dlpack_device__",
+           [](const DlpackArray& a) {
+             return py::make_tuple(static_cast<int>(a.device.device_type), a.device.device_id);
+           })
+      .def_property_readonly("shape", [](const DlpackArray& a) {
+        return py::make_tuple(a.shape[0], a.shape[1], a.shape[2]);
+      });
+#if DCALIGN_HAVE_CUDA
+  m.attr("_built_with_cuda") = true;
+#else
+  m.attr("_built_with_cuda") = false;
+#endif
   m.def("_dc_layout_f64", &dc_layout<double>);
   m.def("_dc_layout_f32", &dc_layout<float>);
   m.def("_make_anchor_f64", &make_anchor_impl<double>);

@@ -74,6 +74,8 @@ protobuf-compiler     tool
 openssl               tool
 protobuf-compiler-grpc tool
 libsqlite3-dev        host     SQLite3:off
+# the DLPack header of the Python module (python/CMakeLists.txt; no default configure needs it)
+libdlpack-dev         host     DLPACK_INCLUDE_DIR
 # the Python client and its tests (python/dcalign_client)
 python3-grpcio        tool
 python3-protobuf      tool

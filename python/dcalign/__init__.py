@@ -28,13 +28,18 @@ host can read (PyTorch CPU tensors, JAX or CuPy host arrays, NumPy >= 1.22), vie
 ``np.from_dlpack`` without a copy, and returns its results in the caller's kind: NumPy for NumPy
 (and for lists, through np.asarray), else through the producing library's ``from_dlpack``
 (``torch.from_dlpack``, ``jax.numpy.from_dlpack``, ...), which takes the NumPy result's DLPack
-capsule without a copy where that library can. Arrays in device memory are refused with their
-device named: the module reads and returns host memory.
+capsule without a copy where that library can. align() also takes arrays in CUDA device memory
+(below); the other functions refuse device arrays with their device named.
 
 GPU. ``pip install .`` builds the CUDA backend where nvcc is found, with the CUDA runtime linked
 statically and cuBLAS / cuSOLVER opened on first use, so the same module imports and runs on a
 machine without a GPU or a CUDA toolkit. ``align(..., device="cuda")`` then computes on the GPU
 from host arrays (copied there once, G copied back); ``cuda_available()`` says whether it can.
+``align(A)`` with A in GPU memory (any ``__dlpack__`` array on a CUDA device) reads A there,
+gathered once on the device when it is not in dcalign's layout, and returns G on the same GPU
+through the caller's ``from_dlpack``: nothing goes through the host. The producer's pending work
+on A is ordered before the alignment (DLPack stream 1, the legacy default stream, on which the
+backend runs), and G is complete when align returns.
 
 Errors. Bad input (shapes, NaN, unknown option values) raises ValueError with the library's
 message; unknown option names or options of the wrong type raise TypeError; file errors raise
@@ -143,6 +148,49 @@ def _to_numpy(x: Any, what: str) -> Tuple[np.ndarray, "_Kind"]:
     return np.asarray(x), _Kind()
 
 
+def _gpu_array(x: Any) -> bool:
+    """Whether x is an array in CUDA device (or managed) memory, seen through DLPack."""
+    if isinstance(x, np.ndarray) or not (hasattr(x, "__dlpack__") and
+                                         hasattr(x, "__dlpack_device__")):
+        return False
+    try:
+        dev_type = int(x.__dlpack_device__()[0])
+    except Exception:  # noqa: BLE001  (_to_numpy reports the producer's error)
+        return False
+    return dev_type in (2, 13)
+
+
+def _align_on_device(anchors: Any, method: str, options: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+    """align() for anchors in GPU memory: the CUDA backend reads them there (gathered once on the
+    device into dcalign's layout unless they have it) and G stays there, handed back through the
+    caller's from_dlpack without a copy. The producer is given DLPack stream 1 (the legacy
+    default stream), on which the backend runs, so its pending work on the array comes first."""
+    dev_type, dev_id = anchors.__dlpack_device__()
+    where = f"{_DLPACK_DEVICES.get(int(dev_type), dev_type)}:{dev_id}"
+    if not _core._built_with_cuda:
+        raise ValueError(f"anchors: array on {where}, but this dcalign module was built without "
+                         "its CUDA backend (pip install . where nvcc is found); move it to the "
+                         "host first (e.g. .cpu())")
+    if options.get("device", "cuda") != "cuda":
+        raise ValueError(f"anchors: array on {where} but device={options['device']!r}; leave "
+                         "device out (the array's device is used) or move the array")
+    if not isinstance(method, str):
+        raise TypeError(f"method must be a str, got {type(method).__name__}")
+    if hasattr(anchors, "requires_grad") and getattr(anchors, "requires_grad"):
+        anchors = anchors.detach()  # PyTorch refuses to export a tensor that requires grad
+    fn, library = _library_from_dlpack(anchors)
+    opts = dict(options)
+    opts.pop("device", None)
+    try:
+        capsule = anchors.__dlpack__(stream=1)
+    except (TypeError, BufferError, RuntimeError) as e:
+        raise ValueError(f"anchors: cannot read the {library} array through DLPack: {e}") from e
+    G, report_json, copied = _core._align_dlpack(capsule, method, opts)
+    report = json.loads(report_json)
+    report["input_copied"] = bool(copied)
+    return (G if fn is None else fn(G)), report
+
+
 def _precision(x: np.ndarray, what: str) -> str:
     if x.dtype.kind == "f" and x.dtype.itemsize == 8:
         return "f64"
@@ -179,9 +227,11 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
     Parameters
     ----------
     anchors : array (c, a, l), float32 or float64 (the precision of the computation); a NumPy
-        array or any host array with ``__dlpack__`` (e.g. a CPU torch.Tensor). Each A[i]
+        array or any array with ``__dlpack__`` (e.g. a torch.Tensor). Each A[i]
         Fortran-ordered with slices back to back is read in place; any other layout is copied
-        once.
+        once. An array in GPU memory (a CUDA tensor, a CuPy array) is aligned there by the CUDA
+        backend (a module built with it) and G is returned on that GPU, in the caller's kind,
+        without leaving the device; ``device`` then defaults to the array's.
     method : "odc" | "imakura" | "kawakami" | "gopp" | "opp" | "rdp-ls" | "rdp-opp"
     **options : the long options of ``dcalign align`` with underscores:
         seed (int), reference_user (int, 0-based), target_rotation ("haar" | "identity"),
@@ -201,6 +251,8 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
     with A[i] @ G[i] the aligned anchor of user i; report, the dict of AlignReport::to_json
     (the keys of ``dcalign align --report``) plus ``input_copied`` (bool).
     """
+    if _gpu_array(anchors):
+        return _align_on_device(anchors, method, options)
     x, kind = _to_numpy(anchors, "anchors")
     prec = _precision(x, "anchors")
     if x.ndim != 3:

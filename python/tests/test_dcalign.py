@@ -438,10 +438,100 @@ def test_dlpack_user_side_and_aligner(monkeypatch):
 def test_dlpack_device_arrays_are_refused_by_name(monkeypatch):
     _fake_module(monkeypatch)
     A = make_anchors(seed=23)
-    with pytest.raises(ValueError, match=r"anchors: array on cuda:1"):
-        dcalign.align(_FakeArray(A, device=(2, 1)))
+    with pytest.raises(ValueError, match=r"anchors: array on rocm:0"):
+        dcalign.align(_FakeArray(A, device=(10, 0)))
     with pytest.raises(ValueError, match=r"X: array on rocm:0"):
         dcalign.release(_FakeArray(A[0], device=(10, 0)), np.eye(4))
+    with pytest.raises(ValueError, match=r"X: array on cuda:1"):
+        dcalign.release(_FakeArray(A[0], device=(2, 1)), np.eye(4))
+
+
+class _FakeGpuArray(_FakeArray):
+    """Says it lives on cuda:0 and records the stream its consumer asked for; its capsule is the
+    NumPy array's (host memory), so the device path runs on the CPU backend here."""
+
+    def __init__(self, a):
+        super().__init__(a, device=(2, 0))
+        self.streams = []
+
+    def __dlpack__(self, stream=None, **kwargs):
+        self.streams.append(stream)
+        return self._a.__dlpack__()
+
+
+def test_align_takes_gpu_arrays_through_dlpack(monkeypatch):
+    _fake_module(monkeypatch)
+    monkeypatch.setattr(_FakeGpuArray, "__module__", "fakearray")
+    A = make_anchors(seed=24)
+    fake = _FakeGpuArray(A)
+    if not dcalign._core._built_with_cuda:
+        with pytest.raises(ValueError, match=r"array on cuda:0, but this dcalign module was built "
+                                             r"without its CUDA backend"):
+            dcalign.align(fake)
+        return
+    G, report = dcalign.align(fake, target_rotation="identity")
+    assert fake.streams == [1]  # ordered before the legacy default stream
+    assert isinstance(G, _FakeArray) and report["input_copied"] is True  # C order: gathered
+    np.testing.assert_allclose(G._a, numpy_odc(A), atol=1e-10)
+    with pytest.raises(ValueError, match="device='cpu'"):
+        dcalign.align(_FakeGpuArray(A), device="cpu")
+
+
+def test_dlpack_capsules_on_the_host():
+    """The device path's C++ half (capsule, strides, gather, export) on host capsules."""
+    A = make_anchors(seed=25)
+    ref = numpy_odc(A)
+    for arr, copied in ((A, True), (fortran_stack(A), False), (A.astype(np.float32), True)):
+        G, report_json, was_copied = dcalign._core._align_dlpack(
+            arr.__dlpack__(), "odc", {"target_rotation": "identity"})
+        assert was_copied is copied and json.loads(report_json)["method"] == "odc"
+        assert G.shape == (A.shape[0], A.shape[2], A.shape[2]) and G.__dlpack_device__() == (1, 0)
+        out = np.from_dlpack(G)
+        assert out.dtype == arr.dtype and out.strides[1] == out.itemsize  # column-major G_i
+        np.testing.assert_allclose(out, ref, atol=1e-10 if arr.dtype == np.float64 else 1e-4)
+        with pytest.raises(BufferError, match="once"):
+            np.from_dlpack(G)
+    capsule = A.__dlpack__()
+    dcalign._core._align_dlpack(capsule, "odc", {})
+    with pytest.raises(ValueError, match="unused DLPack capsule"):
+        dcalign._core._align_dlpack(capsule, "odc", {})  # consumed: renamed used_dltensor
+    with pytest.raises(ValueError, match="float32 or float64"):
+        dcalign._core._align_dlpack(np.ones((2, 5, 3), dtype=np.int64).__dlpack__(), "odc", {})
+    with pytest.raises(ValueError, match="3-D"):
+        dcalign._core._align_dlpack(A[0].__dlpack__(), "odc", {})
+    with pytest.raises(ValueError, match="unused DLPack capsule"):
+        dcalign._core._align_dlpack(A, "odc", {})
+
+
+def test_torch_cuda_tensors_stay_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    if not (torch.cuda.is_available() and dcalign.cuda_available()):
+        pytest.skip("needs a GPU, PyTorch with CUDA and a module with the CUDA backend")
+    A = make_anchors(seed=26)
+    ref = numpy_odc(A)
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):  # work queued on another stream before the call
+        t = torch.from_numpy(A).cuda().mul_(2.0).div_(2.0)
+        G, report = dcalign.align(t, target_rotation="identity")
+    assert G.is_cuda and G.dtype == torch.float64 and report["input_copied"] is True
+    np.testing.assert_allclose(G.cpu().numpy(), ref, atol=1e-10)
+    layout = torch.from_numpy(fortran_stack(A)).cuda()  # dcalign's layout: read in place
+    G2, report = dcalign.align(layout.transpose(1, 2).contiguous().transpose(1, 2),
+                               target_rotation="identity")
+    assert report["input_copied"] is False
+    np.testing.assert_allclose(G2.cpu().numpy(), ref, atol=1e-10)
+
+
+def test_dlpack_capsules_of_torch_on_the_host():
+    torch = pytest.importorskip("torch")
+    A = make_anchors(seed=25)
+    ref = numpy_odc(A)
+    t = torch.from_numpy(A).float()
+    G, _, copied = dcalign._core._align_dlpack(torch.utils.dlpack.to_dlpack(t), "odc",
+                                               {"target_rotation": "identity"})
+    out = torch.from_dlpack(G)
+    assert copied and out.dtype == torch.float32
+    np.testing.assert_allclose(out.numpy(), ref, atol=1e-4)
 
 
 # ---------------------------------------------------------------- torch
