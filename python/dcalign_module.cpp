@@ -677,10 +677,10 @@ py::capsule export_dlpack(DlpackArray& a) {
 /// call, which ~DlpackInput does).
 struct DlpackInput {
   DLManagedTensor* m = nullptr;
-  explicit DlpackInput(const py::object& capsule) {
+  DlpackInput(const py::object& capsule, const std::string& what) {
     if (!PyCapsule_CheckExact(capsule.ptr()) || !PyCapsule_IsValid(capsule.ptr(), "dltensor"))
       throw py::value_error(
-          "anchors: expected an unused DLPack capsule (named 'dltensor', from __dlpack__())");
+          what + ": expected an unused DLPack capsule (named 'dltensor', from __dlpack__())");
     m = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
     if (!m) throw py::error_already_set();
     PyCapsule_SetName(capsule.ptr(), "used_dltensor");
@@ -706,6 +706,17 @@ std::string dlpack_device_name(const DLDevice& d) {
       return "DLPack device type " + std::to_string(static_cast<int>(d.device_type)) + ":" +
              std::to_string(d.device_id);
   }
+}
+
+void check_dlpack_device_and_dtype(const DLTensor& t, const std::string& what) {
+  const DLDeviceType dt = t.device.device_type;
+  if (dt != kDLCPU && dt != kDLCUDA && dt != kDLCUDAHost && dt != kDLCUDAManaged)
+    throw py::value_error(what + ": array on " + dlpack_device_name(t.device) +
+                          "; dcalign computes on the CPU and CUDA GPUs");
+  if (t.dtype.code != kDLFloat || t.dtype.lanes != 1 || (t.dtype.bits != 32 && t.dtype.bits != 64))
+    throw py::value_error(what + " must be float32 or float64, got DLPack type code " +
+                          std::to_string(t.dtype.code) + " with " + std::to_string(t.dtype.bits) +
+                          " bits x " + std::to_string(t.dtype.lanes) + " lanes");
 }
 
 template <typename T>
@@ -767,20 +778,113 @@ py::tuple align_dlpack_typed(const DLTensor& t, const CallOptions& o) {
 /// (G as a _DlpackArray, report JSON, copied) for the anchors of an unused DLPack capsule.
 py::tuple align_dlpack(const py::object& capsule, const std::string& method, const py::dict& kw) {
   const CallOptions o = parse_options(method, kw);
-  DlpackInput in(capsule);
+  DlpackInput in(capsule, "anchors");
   const DLTensor& t = in.m->dl_tensor;
   if (t.ndim != 3)
     throw py::value_error("anchors must be a 3-D array (c, a, l), got " + std::to_string(t.ndim) +
                           " dimensions");
-  const DLDeviceType dt = t.device.device_type;
-  if (dt != kDLCPU && dt != kDLCUDA && dt != kDLCUDAHost && dt != kDLCUDAManaged)
-    throw py::value_error("anchors: array on " + dlpack_device_name(t.device) +
-                          "; dcalign computes on the CPU and CUDA GPUs");
-  if (t.dtype.code != kDLFloat || t.dtype.lanes != 1 || (t.dtype.bits != 32 && t.dtype.bits != 64))
-    throw py::value_error("anchors must be float32 or float64, got DLPack type code " +
-                          std::to_string(t.dtype.code) + " with " + std::to_string(t.dtype.bits) +
-                          " bits x " + std::to_string(t.dtype.lanes) + " lanes");
+  check_dlpack_device_and_dtype(t, "anchors");
   return t.dtype.bits == 64 ? align_dlpack_typed<double>(t, o) : align_dlpack_typed<float>(t, o);
+}
+
+/// The values of a float32/float64 DLPack tensor of 2 or 3 dimensions (host or GPU memory) as a
+/// new host array: an (n, m) matrix Fortran-ordered, a (c, a, l) stack in dcalign's layout. GPU
+/// memory is gathered into that layout on the device (stream 1, which the producer was given)
+/// and copied to the host once.
+template <typename T>
+py::array dlpack_to_host_typed(const DLTensor& t) {
+  const bool stack = t.ndim == 3;
+  const index_t c = stack ? t.shape[0] : 1, r = t.shape[t.ndim - 2], cl = t.shape[t.ndim - 1];
+  index_t sc = r * cl, si = cl, sj = 1;  // C order when no strides are given
+  if (t.strides) {
+    sc = stack ? t.strides[0] : 0;
+    si = t.strides[t.ndim - 2];
+    sj = t.strides[t.ndim - 1];
+  }
+  if (c < 0 || r < 0 || cl < 0 || sc < 0 || si < 0 || sj < 0)
+    throw py::value_error("DLPack tensor with a negative extent or stride; make it contiguous");
+  const T* base = reinterpret_cast<const T*>(static_cast<const char*>(t.data) + t.byte_offset);
+  const py::ssize_t s = sizeof(T);
+  py::array_t<T> out =
+      stack ? py::array_t<T>({py::ssize_t(c), py::ssize_t(r), py::ssize_t(cl)},
+                             {py::ssize_t(r * cl) * s, s, py::ssize_t(r) * s})
+            : py::array_t<T>({py::ssize_t(r), py::ssize_t(cl)}, {s, py::ssize_t(r) * s});
+  const index_t n = c * r * cl;
+  T* dst = out.mutable_data();
+  const bool gpu = t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged;
+  if (n > 0) {
+    py::gil_scoped_release nogil;
+    if (!gpu) {
+      for (index_t k = 0; k < c; ++k)
+        for (index_t j = 0; j < cl; ++j)
+          for (index_t i = 0; i < r; ++i)
+            dst[k * r * cl + i + j * r] = base[k * sc + i * si + j * sj];
+    } else {
+      BackendOptions bo;
+      bo.device_id = t.device.device_id;
+      bo.cuda_stream = cuda_legacy_default_stream();
+      auto backend = make_backend(Device::cuda, bo);
+      auto& p = backend->primitives<T>();
+      Buffer<T> packed = p.allocate(n);
+      p.gather(base, sc, si, sj, packed.stack(c, r, cl));
+      p.to_host(packed.data(), dst, n);
+      p.synchronize();
+    }
+  }
+  return std::move(out);
+}
+
+py::array dlpack_to_host(const py::object& capsule, const std::string& what) {
+  DlpackInput in(capsule, what);
+  const DLTensor& t = in.m->dl_tensor;
+  if (t.ndim != 2 && t.ndim != 3)
+    throw py::value_error(what + ": expected a 2-D or 3-D array, got " + std::to_string(t.ndim) +
+                          " dimensions");
+  check_dlpack_device_and_dtype(t, what);
+  return t.dtype.bits == 64 ? dlpack_to_host_typed<double>(t) : dlpack_to_host_typed<float>(t);
+}
+
+/// A host float32/float64 array of 2 or 3 dimensions copied once into CUDA device `device`'s
+/// memory, as a _DlpackArray there (Fortran order / dcalign's layout); device < 0 keeps it in
+/// the CPU backend's memory (how the CPU tests check the export).
+template <typename T>
+DlpackArray host_to_device_typed(const py::array& x0, int device) {
+  const py::array x = as_dtype<T>(x0);
+  const bool stack = x.ndim() == 3;
+  const index_t c = stack ? x.shape(0) : 1, r = x.shape(x.ndim() - 2), cl = x.shape(x.ndim() - 1),
+                n = c * r * cl;
+  std::vector<T> host(static_cast<size_t>(n));
+  copy_to_dc<T>(x, host.data());
+  DlpackArray out;
+  out.shape = stack ? std::vector<std::int64_t>{c, r, cl} : std::vector<std::int64_t>{r, cl};
+  out.strides = stack ? std::vector<std::int64_t>{r * cl, 1, r} : std::vector<std::int64_t>{1, r};
+  BackendOptions bo;
+  if (device >= 0) {
+    bo.device_id = device;
+    bo.cuda_stream = cuda_legacy_default_stream();
+    out.device = DLDevice{kDLCUDA, device};
+  }
+  auto backend = make_backend(device >= 0 ? Device::cuda : Device::cpu, bo);
+  auto& p = backend->primitives<T>();
+  auto buffer = std::make_unique<Buffer<T>>(p.allocate(n));
+  {
+    py::gil_scoped_release nogil;
+    p.to_device(host.data(), buffer->data(), n);
+    p.synchronize();
+  }
+  if constexpr (std::is_same_v<T, double>)
+    out.f64 = std::move(buffer);
+  else
+    out.f32 = std::move(buffer);
+  return out;
+}
+
+DlpackArray host_to_device(const py::array& x, int device) {
+  if (x.ndim() != 2 && x.ndim() != 3)
+    throw py::value_error("expected a 2-D or 3-D array, got " + std::to_string(x.ndim()) +
+                          " dimensions");
+  if (py::isinstance<py::array_t<float>>(x)) return host_to_device_typed<float>(x, device);
+  return host_to_device_typed<double>(x, device);
 }
 
 }  // namespace
@@ -803,6 +907,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("_align_f64", &align_impl<double>);
   m.def("_align_f32", &align_impl<float>);
   m.def("_align_dlpack", &align_dlpack);
+  m.def("_dlpack_to_host", &dlpack_to_host);
+  m.def("_host_to_device", &host_to_device);
   py::class_<DlpackArray>(m, "_DlpackArray",
                           "An alignment result in a backend's memory (a GPU's, or the host's), "
                           "handed to the caller's from_dlpack once, without a copy.")

@@ -10,11 +10,11 @@ small PyTorch MLP on the stacked aligned data with mini-batches drawn on the dev
 maps its held-out samples by F_i G_i; the test accuracy is printed, and the exit status is 1
 when it is below --min-accuracy (chance is 1/3).
 
-Every dcalign call takes the tensors through DLPack and returns tensors: on the CPU without a
-copy. With --device cuda the alignment runs on the GPU without leaving it when the module has
-the CUDA backend (dcalign.cuda_available()); the user-side calls compute on the host, so their
-inputs go to the host once and their results come back (the script says so). The model trains
-on the device.
+Every dcalign call takes the tensors through DLPack and returns tensors on their device: on
+the CPU without a copy. With --device cuda and a module with the CUDA backend
+(dcalign.cuda_available()) the alignment runs on the GPU without leaving it, and the user-side
+calls copy their inputs to the host once and their results back once; with a module without it
+the script moves the tensors itself and says so. The model trains on the device.
 
 C++ twin: examples/cpp/train_aligned.cpp. Needs the dcalign module (pip install .) and PyTorch;
 without either it prints why and exits 0 ("skipped").
@@ -60,15 +60,15 @@ def main():
             return 1
     else:
         ap.error(f"--device {args.device}: expected auto, cpu or cuda")
-    align_on_gpu = device.type == "cuda" and dcalign.cuda_available()
+    takes_device = device.type == "cpu" or dcalign.cuda_available()
     if device.type == "cuda":
-        print("note: the user-side dcalign calls compute on the host (their inputs are copied "
-              "from the GPU once, their results back); the alignment runs "
-              + ("on the GPU" if align_on_gpu else "on the host too (this module has no usable "
-                 "CUDA backend)"))
+        print("note: " + ("the alignment runs on the GPU; the user-side dcalign calls copy "
+                          "their inputs to the host once and their results back"
+                          if takes_device else "this dcalign module has no usable CUDA "
+                          "backend: the tensors go to the host for every dcalign call"))
 
-    def host(t):  # what a dcalign call is given: the tensor itself on the CPU
-        return t if t.device.type == "cpu" else t.cpu()
+    def host(t):  # what a dcalign call is given: the tensor itself where the module takes it
+        return t if takes_device else t.cpu()
 
     def back(t):
         return t.to(device)
@@ -100,7 +100,7 @@ def main():
     # 2. Analyst: the anchor stack (c, a, l) with every A_i column-major (dcalign's layout, read
     #    in place), ODC, and the aligned training data.
     stack = torch.stack([a.T.contiguous() for a in anchors_released]).transpose(1, 2)
-    G, report = dcalign.align(stack if align_on_gpu else host(stack), method="odc")
+    G, report = dcalign.align(host(stack), method="odc")
     G = back(G)
     print(f"aligned {args.users} users on {device}: objective {report['objective']:.3e}, "
           f"orthogonality error {report['orthogonality_error']:.1e}, "

@@ -29,7 +29,10 @@ host can read (PyTorch CPU tensors, JAX or CuPy host arrays, NumPy >= 1.22), vie
 (and for lists, through np.asarray), else through the producing library's ``from_dlpack``
 (``torch.from_dlpack``, ``jax.numpy.from_dlpack``, ...), which takes the NumPy result's DLPack
 capsule without a copy where that library can. align() also takes arrays in CUDA device memory
-(below); the other functions refuse device arrays with their device named.
+without leaving the device (below). The user-side functions, transform and Aligner compute on
+the host: an array in CUDA device memory is copied to the host once (gathered into one block on
+the device first) and the result is copied to that GPU once and returned there in the caller's
+kind. Arrays on other devices are refused with their device named.
 
 GPU. ``pip install .`` builds the CUDA backend where nvcc is found, with the CUDA runtime linked
 statically and cuBLAS / cuSOLVER opened on first use, so the same module imports and runs on a
@@ -93,11 +96,15 @@ class _Kind:
     """How to hand a NumPy result back in the caller's kind of array: NumPy for NumPy (and
     for lists and other np.asarray inputs), else the producing library's from_dlpack."""
 
-    def __init__(self, from_dlpack: Any = None, library: str = "numpy") -> None:
+    def __init__(self, from_dlpack: Any = None, library: str = "numpy",
+                 gpu: Optional[int] = None) -> None:
         self.from_dlpack = from_dlpack
         self.library = library
+        self.gpu = gpu  # the CUDA device the caller's array was on (results go back there)
 
-    def __call__(self, x: np.ndarray) -> Any:
+    def __call__(self, x: Any) -> Any:
+        if self.gpu is not None and isinstance(x, np.ndarray):
+            x = _core._host_to_device(x, self.gpu)  # one copy to the caller's GPU
         return x if self.from_dlpack is None else self.from_dlpack(x)
 
 
@@ -121,9 +128,10 @@ def _to_numpy(x: Any, what: str) -> Tuple[np.ndarray, "_Kind"]:
     """(array, kind). A NumPy array is used as it is. An object with ``__dlpack__`` on the CPU
     (a PyTorch, CuPy-host, JAX or NumPy array) is viewed through ``np.from_dlpack`` without a
     copy; the result is handed back through its library's from_dlpack, also without a copy
-    where that library imports a NumPy array's DLPack capsule (PyTorch, JAX do). Anything else
-    goes through np.asarray. Arrays on another device are refused: this module computes on the
-    host, and the library's CUDA backend takes device memory from C++ (or dcalign::torch)."""
+    where that library imports a NumPy array's DLPack capsule (PyTorch, JAX do). An array in
+    CUDA device memory (a module with the CUDA backend) is copied to the host once (gathered on
+    the device first) and the result copied back to that GPU once. Anything else goes through
+    np.asarray. Arrays on other devices are refused with the device named."""
     if isinstance(x, np.ndarray):
         return x, _Kind()
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
@@ -132,6 +140,16 @@ def _to_numpy(x: Any, what: str) -> Tuple[np.ndarray, "_Kind"]:
         except Exception as e:  # noqa: BLE001  (a producer's own error, reported as such)
             raise ValueError(f"{what}: __dlpack_device__() failed: {e}") from e
         dev_type = int(dev_type)
+        if dev_type == 2 and _core._built_with_cuda:  # CUDA: one copy each way
+            if hasattr(x, "requires_grad") and getattr(x, "requires_grad"):
+                x = x.detach()
+            fn, library = _library_from_dlpack(x)
+            try:
+                capsule = x.__dlpack__(stream=1)  # the producer's work first (legacy stream)
+            except (TypeError, BufferError, RuntimeError) as e:
+                raise ValueError(f"{what}: cannot read the {library} array through DLPack: "
+                                 f"{e}") from e
+            return _core._dlpack_to_host(capsule, what), _Kind(fn, library, gpu=int(dev_id))
         if dev_type not in (1, 3, 13):  # CPU, CUDA host (pinned), CUDA managed: host-readable
             name = _DLPACK_DEVICES.get(dev_type, f"device type {dev_type}")
             raise ValueError(

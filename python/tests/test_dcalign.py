@@ -442,8 +442,9 @@ def test_dlpack_device_arrays_are_refused_by_name(monkeypatch):
         dcalign.align(_FakeArray(A, device=(10, 0)))
     with pytest.raises(ValueError, match=r"X: array on rocm:0"):
         dcalign.release(_FakeArray(A[0], device=(10, 0)), np.eye(4))
-    with pytest.raises(ValueError, match=r"X: array on cuda:1"):
-        dcalign.release(_FakeArray(A[0], device=(2, 1)), np.eye(4))
+    if not dcalign._core._built_with_cuda:
+        with pytest.raises(ValueError, match=r"X: array on cuda:1"):
+            dcalign.release(_FakeArray(A[0], device=(2, 1)), np.eye(4))
 
 
 class _FakeGpuArray(_FakeArray):
@@ -475,6 +476,48 @@ def test_align_takes_gpu_arrays_through_dlpack(monkeypatch):
     np.testing.assert_allclose(G._a, numpy_odc(A), atol=1e-10)
     with pytest.raises(ValueError, match="device='cpu'"):
         dcalign.align(_FakeGpuArray(A), device="cpu")
+
+
+def test_user_side_takes_gpu_arrays_with_one_copy_each_way(monkeypatch):
+    if not dcalign._core._built_with_cuda:
+        pytest.skip("a module without the CUDA backend refuses GPU arrays (tested above)")
+    _fake_module(monkeypatch)
+    monkeypatch.setattr(_FakeGpuArray, "__module__", "fakearray")
+    sent = []
+    to_device = dcalign._core._host_to_device
+
+    def host_to_device(a, gpu):  # no GPU here: the CPU backend's memory stands in for cuda:0
+        sent.append(gpu)
+        return to_device(a, -1)
+
+    monkeypatch.setattr(dcalign._core, "_host_to_device", host_to_device)
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((30, 7))
+    fake = _FakeGpuArray(X)
+    F = dcalign.secret_basis(fake, 3, seed=2)
+    assert fake.streams == [1] and sent == [0] and isinstance(F, _FakeArray)
+    np.testing.assert_array_equal(F._a, dcalign.secret_basis(X, 3, seed=2))
+    Xt = dcalign.release(_FakeGpuArray(X), F)
+    np.testing.assert_allclose(Xt._a, X @ F._a, atol=1e-12)
+    A = make_anchors(seed=27)
+    model = dcalign.Aligner()
+    G, _ = model.fit(_FakeGpuArray(A), target_rotation="identity")
+    np.testing.assert_allclose(G._a, numpy_odc(A), atol=1e-10)
+    assert sent == [0, 0, 0]
+
+
+def test_dlpack_to_host_and_back_on_the_host():
+    X = np.arange(24.0).reshape(2, 3, 4)
+    for arr in (X, np.asfortranarray(X[0]), X[1], X.astype(np.float32)):
+        host = dcalign._core._dlpack_to_host(arr.__dlpack__(), "X")
+        np.testing.assert_array_equal(host, arr)
+        back = np.from_dlpack(dcalign._core._host_to_device(host, -1))
+        np.testing.assert_array_equal(back, arr)
+        assert back.dtype == arr.dtype
+    with pytest.raises(ValueError, match="X: expected a 2-D or 3-D array"):
+        dcalign._core._dlpack_to_host(np.zeros(4).__dlpack__(), "X")
+    with pytest.raises(ValueError, match="X must be float32 or float64"):
+        dcalign._core._dlpack_to_host(np.zeros((2, 2), dtype=np.int32).__dlpack__(), "X")
 
 
 def test_dlpack_capsules_on_the_host():
