@@ -742,6 +742,7 @@ models = ["svm", "knn"]
 metrics = ["accuracy"]
 trials = 3
 seed = 3
+privacy = ["collusion", "dr"]
 
 [[statistics]]
 test = "paired-t"
@@ -783,10 +784,12 @@ def test_run_experiment_matches_the_command(tmp_path):
     result = dcalign.run_experiment(cfg, progress=messages.append, out=tmp_path / "py")
     assert isinstance(result, dcalign.ExperimentResult)
     assert any("trial 3 of 3" in m for m in messages), messages
-    # 3 trials x (Central, Local, Imakura-DC, ODC) x 2 models
-    assert len(result.records) == 24 and result.name == "py_small"
-    assert {r["method"] for r in result.records} == {"central", "local", "imakura", "odc"}
-    assert all(0 <= r["value"] <= 1 for r in result.records)
+    # 3 trials x (Central, Local, Imakura-DC, ODC) x 2 models, and the privacy measurements
+    scores = [r for r in result.records if r["metric"] == "accuracy"]
+    assert len(scores) == 24 and result.name == "py_small"
+    assert {"collusion_error", "dr_min_ratio"} <= {r["metric"] for r in result.records}
+    assert {r["method"] for r in scores} == {"central", "local", "imakura", "odc"}
+    assert all(0 <= r["value"] <= 1 for r in scores)
     subprocess.run([cli, "experiment", str(cfg), "--out", str(tmp_path / "cli")], check=True,
                    capture_output=True)
     with open(tmp_path / "cli" / "py_small.json") as f:
@@ -795,7 +798,7 @@ def test_run_experiment_matches_the_command(tmp_path):
     ours = {tuple(r[k] for k in key): r["value"] for r in result.records}
     theirs = {tuple(r[k] for k in key): r["value"] for r in command["records"]}
     assert ours.keys() == theirs.keys()
-    for k in ours:  # the same seeds and code: the same scores
+    for k in ours:  # the same seeds and code: the same scores and privacy measurements
         assert ours[k] == pytest.approx(theirs[k], abs=1e-12), k
     assert len(result.statistics) == len(command["statistics"]) == 2
     for s, t in zip(result.statistics, command["statistics"]):
@@ -813,7 +816,25 @@ def test_run_experiment_matches_the_command(tmp_path):
             result.to_pandas()
     else:
         frame = result.to_pandas()
-        assert len(frame) == 24 and list(frame.columns[:5]) == list(key)
+        assert len(frame) == len(result.records) and list(frame.columns[:5]) == list(key)
+
+
+def test_enroll_matches_the_command(tmp_path):
+    cli = _cli()
+    A = make_anchors(seed=28)
+    model = dcalign.Aligner()
+    model.fit(A[:3], method="odc", target_rotation="identity")
+    model.save(tmp_path / "model")
+    new = np.ascontiguousarray(A[3:])
+    np.save(tmp_path / "new.npy", new)
+    subprocess.run([cli, "enroll", "--model", str(tmp_path / "model"), "--anchors",
+                    str(tmp_path / "new.npy"), "--out", str(tmp_path / "G.npy")], check=True,
+                   capture_output=True)
+    G_cli = np.load(tmp_path / "G.npy")
+    G_py, report = dcalign.Aligner.load(tmp_path / "model").enroll(new)
+    assert G_py.shape == G_cli.shape == (A.shape[0] - 3, A.shape[2], A.shape[2])
+    np.testing.assert_allclose(G_py, G_cli, atol=1e-12)  # the same library, the same input
+    assert len(report["residual"]) == A.shape[0] - 3
 
 
 def test_run_experiment_errors(tmp_path):
