@@ -6,9 +6,9 @@
 # the working tree.
 #
 # Usage: scripts/gpu-check.sh [OUTDIR] [options]
-#   OUTDIR                 default: $OUT if set, else ./gpu-check-out. Receives at most 7 files:
+#   OUTDIR                 default: $OUT if set, else ./gpu-check-out. Receives at most 8 files:
 #                          summary.md, build.log, ctest.log, sanitizer.log, gpu_bench.json,
-#                          torch_peer.json, env.txt
+#                          torch_peer.json, env.txt, training.log (--training)
 #   --full                 the long benchmark (4 methods, float32 and float64, 20
 #                          repetitions) instead of the short one, for a 10-minute window
 #                          (budget 560 s)
@@ -17,6 +17,10 @@
 #                          development files hidden)
 #   --with-learn           also build the learning layer (LibTorch from this machine's PyTorch,
 #                          LIBSVM and toml++ from .debs; XGBoost must be on this machine)
+#   --training             with --with-learn, training on the GPU (issue 32): the C++ example
+#                          train_aligned and the synthetic default experiment, each with
+#                          --device cuda and --device cpu, and Table 7's MNIST layout for 2
+#                          trials both ways where $DCALIGN_DATA holds MNIST (training.log)
 #   --no-cuda              configure with -DDCALIGN_CUDA=OFF (to test the plumbing on a machine
 #                          whose CUDA backend does not compile)
 #   --budget SECONDS       wall-clock budget of the whole script (default 290, 560 with --full);
@@ -57,6 +61,7 @@ ARGS="$*"
 
 OUTDIR=""
 WITH_LEARN=0
+TRAINING=0
 CUDA=ON
 FULL=0
 CONFIGURE_ONLY=0
@@ -83,6 +88,7 @@ while (($#)); do
     --full) FULL=1 ;;
     --configure-only) CONFIGURE_ONLY=1 ;;
     --with-learn) WITH_LEARN=1 ;;
+    --training) TRAINING=1 WITH_LEARN=1 ;;
     --no-cuda) CUDA=OFF ;;
     --budget) BUDGET=$2; shift ;;
     --series-cap) SERIES_CAP=$2; shift ;;
@@ -127,10 +133,11 @@ SAN_LOG=$OUTDIR/sanitizer.log
 BENCH_JSON=$OUTDIR/gpu_bench.json
 PEER_JSON=$OUTDIR/torch_peer.json
 ENV_TXT=$OUTDIR/env.txt
+TRAIN_LOG=$OUTDIR/training.log
 BENCH_OUT=$BUILD/gpu_bench.console
 PEER_OUT=$BUILD/torch_peer.console
 rm -f "$SUMMARY" "$BUILD_LOG" "$CTEST_LOG" "$SAN_LOG" "$BENCH_JSON" "$PEER_JSON" "$ENV_TXT" \
-  "$BENCH_OUT" "$PEER_OUT"
+  "$TRAIN_LOG" "$BENCH_OUT" "$PEER_OUT"
 : >"$BUILD_LOG"
 : >"$ENV_TXT"
 
@@ -522,7 +529,8 @@ write_summary() {
     done
     echo
     echo "Files: summary.md, env.txt (versions, unpacked packages, CMake cache paths, ldd), build.log$(
-      [[ $CONFIGURE_ONLY -eq 1 ]] || echo ", ctest.log, sanitizer.log, gpu_bench.json, torch_peer.json")."
+      [[ $CONFIGURE_ONLY -eq 1 ]] || echo ", ctest.log, sanitizer.log, gpu_bench.json, torch_peer.json")$(
+      [[ $TRAINING -eq 1 ]] && echo ", training.log")."
   } >"$SUMMARY"
   say "summary: $SUMMARY"
   for s in "${STEPS[@]}"; do printf '  %-10s %-11s %s\n' "$s" "${STATUS[$s]}" "$(echo "${NOTE[$s]}" | cut -c1-160)"; done
@@ -551,6 +559,7 @@ build() {
   fi
   local targets="" all secs rc t want=(dcalign test_cuda test_cuda_conformance gpu_bench) missing=""
   [[ $WITH_LEARN -eq 1 ]] && want+=(dcalign_learn dcalign_torch)
+  [[ $TRAINING -eq 1 ]] && want+=(dcalign_experiment_cli train_aligned)
   all=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')
   for t in "${want[@]}"; do
     if grep -qx "$t" <<<"$all"; then targets+="$t "; else missing+=" $t"; fi
@@ -895,6 +904,74 @@ elif [[ -n $PYTHON ]] && ! skipped peer; then
 else
   record peer skipped "no usable GPU: $GPU_REASON"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# 7b. Training on the GPU (--training): each command with --device cuda and then --device cpu,
+# its output and wall time in training.log; the step fails when a command fails.
+
+run_training() {
+  [[ $TRAINING -eq 1 ]] || return
+  if skipped training; then
+    record training skipped "--skip training"
+    return
+  fi
+  local ex=$BUILD/examples/train_aligned exp=$BUILD/src/cli/dcalign-experiment
+  if [[ ! -x $ex || ! -x $exp ]]; then
+    record training FAIL "train_aligned or dcalign-experiment was not built (build.log)"
+    return
+  fi
+  if [[ $GPU_OK -ne 1 ]]; then
+    record training skipped "no usable GPU: $GPU_REASON"
+    return
+  fi
+  local secs deadline failed="" ran=0 work=$BUILD/training
+  secs=$(allot 180 15)
+  if ((secs < 30)); then
+    record training skipped "too little time left ($(remaining) s)"
+    return
+  fi
+  deadline=$((SECONDS + secs))
+  rm -rf "$work" && mkdir -p "$work"
+  one() {  # one NAME COMMAND...
+    local name=$1 left=$((deadline - SECONDS)) t0=$SECONDS rc
+    shift
+    if ((left < 5)); then
+      echo "=== $name: not run (the step's $secs s are used up)" >>"$TRAIN_LOG"
+      failed+=" $name(time)"
+      return
+    fi
+    cmd_note "$*"
+    echo "=== $name: $*" >>"$TRAIN_LOG"
+    limited "$left" "$@" >>"$TRAIN_LOG" 2>&1
+    rc=$?
+    echo "=== $name: exit $rc, $((SECONDS - t0)) s" >>"$TRAIN_LOG"
+    ran=$((ran + 1))
+    ((rc == 0)) || failed+=" $name(exit $rc)"
+  }
+  local dev
+  for dev in cuda cpu; do
+    one "train_aligned-$dev" "$ex" --device "$dev"
+  done
+  for dev in cuda cpu; do
+    one "synthetic-$dev" "$exp" experiments/default_synthetic.toml --device "$dev" --trials 2 \
+      --out "$work/$dev"
+  done
+  local data=${DCALIGN_DATA:-$ROOT/../shared/datasets}
+  if [[ -f $data/mnist/train-images-idx3-ubyte || -f $data/mnist/train-images-idx3-ubyte.gz ]]; then
+    for dev in cuda cpu; do
+      one "mnist-table7-$dev" "$exp" experiments/mnist_table7.toml --data-dir "$data" \
+        --device "$dev" --trials 2 --out "$work/$dev"
+    done
+  else
+    echo "=== mnist-table7: not run (no MNIST under $data; set DCALIGN_DATA)" >>"$TRAIN_LOG"
+  fi
+  if [[ -n $failed ]]; then
+    record training FAIL "$ran commands;$failed (training.log)"
+  else
+    record training ok "$ran commands (wall times and results in training.log)"
+  fi
+}
+run_training
 
 # ---------------------------------------------------------------------------------------------
 # 8. Summary
