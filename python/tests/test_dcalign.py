@@ -210,6 +210,7 @@ def test_backend_error_is_runtime_error():
         dcalign.align(make_anchors(), device="cuda")
 
 
+@pytest.mark.gpu
 def test_cuda_backend_matches_the_cpu():
     if not dcalign.cuda_available():
         pytest.skip("no usable GPU (or a module without the CUDA backend)")
@@ -546,6 +547,7 @@ def test_dlpack_capsules_on_the_host():
         dcalign._core._align_dlpack(A, "odc", {})
 
 
+@pytest.mark.gpu
 def test_torch_cuda_tensors_stay_on_the_gpu():
     torch = pytest.importorskip("torch")
     if not (torch.cuda.is_available() and dcalign.cuda_available()):
