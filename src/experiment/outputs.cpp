@@ -12,7 +12,10 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +33,30 @@ void cfg_fedavg(nlohmann::ordered_json& cfg, const Config& c) {
   cfg["fedavg"] = {{"configurations", c.fedavg_configurations},
                    {"rounds", c.fedavg_rounds},
                    {"participation", c.fedavg_participation}};
+}
+
+// The document indented by 2, except that each element of its long arrays (records,
+// statistics, rounds) takes one line: the same JSON, about a sixth smaller than fully indented
+// and still one line per record in a diff (the committed results count against what travels
+// to the GPU machine).
+std::string dump_with_rows(const nlohmann::ordered_json& j) {
+  nlohmann::ordered_json outline = j;
+  const char* rows[] = {"records", "statistics", "rounds"};
+  std::vector<std::pair<std::string, std::string>> replaced;
+  for (const char* key : rows) {
+    auto it = outline.find(key);
+    if (it == outline.end() || !it->is_array() || it->empty()) continue;
+    std::string text = "[\n";
+    for (size_t k = 0; k < it->size(); ++k)
+      text += "    " + (*it)[k].dump() + (k + 1 < it->size() ? ",\n" : "\n");
+    text += "  ]";
+    const std::string marker = std::string("@@dcalign-rows-") + key + "@@";
+    *it = marker;
+    replaced.emplace_back("\"" + marker + "\"", text);
+  }
+  std::string out = outline.dump(2);
+  for (const auto& [marker, text] : replaced) out.replace(out.find(marker), marker.size(), text);
+  return out + "\n";
 }
 
 }  // namespace
@@ -189,7 +216,7 @@ std::string result_json(const Result& r) {
                         {"uplink_bytes", rr.uplink_bytes}});
     j["rounds"] = rounds;
   }
-  return j.dump(2) + "\n";
+  return dump_with_rows(j);
 }
 
 void write_outputs(const Result& r, const std::string& dir) {

@@ -7,7 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include "dataset_guard.hpp"
 #include "dcalign/backend.hpp"
@@ -259,6 +262,45 @@ TEST(Experiment, NameMustBeAPlainFileName) {
   fs::create_directories(dir);
   EXPECT_THROW(experiment::write_outputs(r, dir.string()), InvalidInput);
   EXPECT_FALSE(fs::exists(dir.parent_path() / "escape.json"));
+}
+
+// The run's JSON document (result_json, <name>.json): indented, except that every record and
+// statistics row takes one line; it parses back to the same records.
+TEST(Experiment, ResultJsonHasOneLinePerRowAndParsesBack) {
+  auto c = small_mnist();
+  c.dataset = "synthetic";
+  c.users = 4;
+  c.dim = 8;
+  c.methods = {"central", "odc", "imakura"};
+  c.models = {"knn"};
+  c.trials = 3;
+  c.conditions = {SpanCondition::diff_span};
+  experiment::StatisticsSpec t;
+  t.test = "paired-t";
+  t.a = "odc";
+  t.b = "imakura";
+  c.statistics = {t};
+  const auto r = experiment::run(c);
+  ASSERT_FALSE(r.records.empty());
+  ASSERT_FALSE(r.statistics.empty());
+  const std::string text = experiment::result_json(r);
+  std::istringstream lines(text);
+  std::string line;
+  size_t record_lines = 0, statistics_lines = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("    {\"trial\":", 0) == 0) ++record_lines;
+    if (line.rfind("    {\"test\":", 0) == 0) ++statistics_lines;
+  }
+  EXPECT_EQ(record_lines, r.records.size()) << text;
+  EXPECT_EQ(statistics_lines, r.statistics.size()) << text;
+  const auto j = nlohmann::json::parse(text);
+  ASSERT_EQ(j["records"].size(), r.records.size());
+  for (size_t k = 0; k < r.records.size(); ++k) {
+    EXPECT_EQ(j["records"][k]["method"], r.records[k].method);
+    EXPECT_EQ(j["records"][k]["value"].get<double>(), r.records[k].value);  // exact round trip
+  }
+  EXPECT_EQ(j["statistics"][0]["p"].get<double>(), r.statistics[0].p);
+  EXPECT_EQ(j["config"]["users"], 4);
 }
 
 TEST(Experiment, MnistSmokeOdcSameSpanOrthAbove90Percent) {

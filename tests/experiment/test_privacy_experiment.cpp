@@ -206,7 +206,7 @@ TEST(ExperimentPrivacy, OffLeavesTheRunUnchangedAndOnAddsOnlyItsRecords) {
   std::ifstream f(dir / "privacy_smoke.json");
   const std::string json((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"privacy_dr_epsilon\": 0.1"), std::string::npos);
-  EXPECT_NE(json.find("\"metric\": \"dr_min_ratio\""), std::string::npos);
+  EXPECT_NE(json.find("\"metric\":\"dr_min_ratio\""), std::string::npos);  // a record row
   fs::remove_all(dir);
 }
 
