@@ -815,10 +815,9 @@ py::array dlpack_to_host_typed(const DLTensor& t) {
   if (n > 0) {
     py::gil_scoped_release nogil;
     if (!gpu) {
-      for (index_t k = 0; k < c; ++k)
-        for (index_t j = 0; j < cl; ++j)
-          for (index_t i = 0; i < r; ++i)
-            dst[k * r * cl + i + j * r] = base[k * sc + i * si + j * sj];
+      make_backend(Device::cpu)
+          ->primitives<T>()
+          .gather(base, sc, si, sj, StackView<T>(dst, c, r, cl));
     } else {
       BackendOptions bo;
       bo.device_id = t.device.device_id;
