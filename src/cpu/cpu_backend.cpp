@@ -286,12 +286,13 @@ PolarInfo<T> CpuPrimitives<T>::polar_batched(StackView<const T> M, bool transpos
   info.sigma_max.assign(static_cast<size_t>(count), T(0));
   ParallelErrors errors("polar_batched");
   BlasThreads one(1);
-  const int nt = team(20.0 * double(count) * double(l) * double(l) * double(l));
+  const double item = 20.0 * double(l) * double(l) * double(l);
+  const int nt = team(double(count) * item), chunk = dynamic_chunk(item);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::unique_ptr<SvdWorkspace<T>> wsp;
     errors.run(-1, [&] { wsp = std::make_unique<SvdWorkspace<T>>(l, l); });
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, chunk)
     for (index_t k = 0; k < count; ++k)
       errors.run(k, [&] {
         SvdWorkspace<T>& ws = *wsp;
@@ -320,7 +321,8 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
   ParallelErrors errors("qr_batched");
   BlasThreads one(1);
-  const int nt = team(4.0 * double(count) * double(a) * double(l) * double(l));
+  const double item = 4.0 * double(a) * double(l) * double(l);
+  const int nt = team(double(count) * item), chunk = dynamic_chunk(item);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::vector<T> tau, work;
@@ -328,7 +330,7 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
       tau.resize(static_cast<size_t>(l));
       work.resize(static_cast<size_t>(qr_lwork<T>(a, l)));
     });
-#pragma omp for schedule(dynamic, 2)
+#pragma omp for schedule(dynamic, chunk)
     for (index_t k = 0; k < count; ++k)
       errors.run(k, [&] {
         T* q = A[k].data();
@@ -411,7 +413,8 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
   ParallelErrors errors("lstsq_batched");
   BlasThreads one(1);
-  const int nt = team(8.0 * double(count) * double(a) * double(l) * double(l));
+  const double item = 8.0 * double(a) * double(l) * double(l);
+  const int nt = team(double(count) * item), chunk = dynamic_chunk(item);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::unique_ptr<SvdWorkspace<T>> wsp;
@@ -420,7 +423,7 @@ std::vector<T> CpuPrimitives<T>::lstsq_batched(StackView<const T> A, MatrixView<
       wsp = std::make_unique<SvdWorkspace<T>>(a, l);
       utz.resize(static_cast<size_t>(l) * nz);
     });
-#pragma omp for schedule(dynamic, 2)
+#pragma omp for schedule(dynamic, chunk)
     for (index_t k = 0; k < count; ++k)
       errors.run(k, [&] {
         SvdWorkspace<T>& ws = *wsp;

@@ -222,12 +222,13 @@ void CpuPrimitives<T>::inverse_batched(StackView<const T> X, StackView<T> Y, T* 
   const lapack_int l = li(X.rows());
   ParallelErrors errors("inverse_batched");
   BlasThreads one(1);
-  const int nt = team(2.0 * double(X.count()) * double(l) * double(l) * double(l));
+  const double item = 2.0 * double(l) * double(l) * double(l);
+  const int nt = team(double(X.count()) * item), chunk = dynamic_chunk(item);
 #pragma omp parallel num_threads(nt) if (nt > 1)
   {
     std::unique_ptr<InverseWorkspace<T>> ws;
     errors.run(-1, [&] { ws = std::make_unique<InverseWorkspace<T>>(l); });
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, chunk)
     for (index_t k = 0; k < X.count(); ++k)
       errors.run(k, [&] {
         T* st = state + k * polar::kStateSize;
@@ -263,12 +264,13 @@ index_t CpuPrimitives<T>::polar_newton_steps(StackView<T> X, StackView<T> Y, T* 
   index_t active = 0;
   ParallelErrors errors("polar_newton_steps");
   BlasThreads one(1);
-  const int nt = team(2.0 * max_steps * double(X.count()) * double(l) * double(l) * double(l));
+  const double item = 2.0 * max_steps * double(l) * double(l) * double(l);
+  const int nt = team(double(X.count()) * item), chunk = dynamic_chunk(item);
 #pragma omp parallel num_threads(nt) if (nt > 1) reduction(+ : active)
   {
     std::unique_ptr<InverseWorkspace<T>> ws;
     errors.run(-1, [&] { ws = std::make_unique<InverseWorkspace<T>>(l); });
-#pragma omp for schedule(dynamic, 4)
+#pragma omp for schedule(dynamic, chunk)
     for (index_t k = 0; k < X.count(); ++k)
       errors.run(k, [&] {
         T* st = state + k * polar::kStateSize;
