@@ -112,10 +112,12 @@ std::size_t polar_fused_shared_bytes(index_t n);
 /// polar::newton_phase (base/polar_block.hpp) on every matrix, one block each with X_k and its
 /// inverse in shared memory: up to max_steps Newton steps per matrix with no host exchange;
 /// atomically adds the number of matrices still active afterwards to *active (zeroed before).
-/// Returns the error of raising the kernel's shared-memory limit (nothing queued then), else
-/// cudaSuccess.
+/// With G (contiguous n x n matrices), each block then runs its polish (polar::schulz_phase,
+/// polar::polish_steps of its state) into G_k and leaves X_k as it was; without, X_k receives
+/// the Newton phase's iterate. Returns the error of raising the kernel's shared-memory limit
+/// (nothing queued then), else cudaSuccess.
 template <typename T>
 cudaError_t polar_newton_fused(cudaStream_t stream, index_t count, index_t n, T* X, T* state,
-                               int max_steps, double tolerance, int* active);
+                               int max_steps, double tolerance, int* active, T* G = nullptr);
 
 }  // namespace dcalign::cuda::kernels

@@ -1,7 +1,8 @@
-// The whole Newton phase of the batched polar iteration in one kernel: one thread block per
-// matrix runs base/polar_block.hpp's newton_phase with X and its inverse in shared memory, so a
-// batch takes one launch and one read of the active count instead of one batched LU, one
-// inverse, one step kernel and one host synchronisation per Newton step. (Why own code: no
+// The whole polar iteration in one kernel: one thread block per matrix runs base/polar_block.hpp's
+// newton_phase with X and its inverse in shared memory and, when asked for, the Newton-Schulz
+// polish (schulz_phase) into G, so a batch takes one launch instead of one batched LU, one
+// inverse, one step kernel and one host synchronisation per Newton step plus two batched
+// products per polish step. (Why own code: no
 // cuBLAS/cuSOLVER routine runs a per-matrix iteration with per-matrix stopping.) The decisions
 // are polar_scalar.hpp's, as in every backend; the CPU tests run newton_phase through
 // polar::SerialBlock.
@@ -98,7 +99,8 @@ struct CudaBlock {
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-    polar_newton_fused_kernel(int n, T* X, T* state, int max_steps, double tolerance, int* active) {
+    polar_newton_fused_kernel(int n, T* X, T* state, int max_steps, double tolerance, int* active,
+                              T* G) {
   extern __shared__ double shared_raw[];  // double: aligned for T and for the reductions
   double* red = shared_raw;
   int* redi = reinterpret_cast<int*>(red + kThreads);
@@ -113,7 +115,14 @@ __global__ void __launch_bounds__(kThreads)
   for (int e = threadIdx.x; e < per; e += kThreads) x[e] = xg[e];
   CudaBlock b{red, redi};
   const bool still = polar::newton_phase(b, x, y, st, n, max_steps, tolerance, column, swaps);
-  for (int e = threadIdx.x; e < per; e += kThreads) xg[e] = x[e];
+  if (G) {
+    // The polish in the same block, from X still in shared memory, its own count of steps
+    // (newton_phase left the state written and the block synchronised); the factor goes to G,
+    // X is not written back.
+    polar::schulz_phase(b, x, y, G + k * per, n, polar::polish_steps(st));
+  } else {
+    for (int e = threadIdx.x; e < per; e += kThreads) xg[e] = x[e];
+  }
   if (threadIdx.x == 0 && still) atomicAdd(active, 1);
 }
 
@@ -129,7 +138,7 @@ std::size_t polar_fused_shared_bytes(index_t n) {
 
 template <typename T>
 cudaError_t polar_newton_fused(cudaStream_t stream, index_t count, index_t n, T* X, T* state,
-                               int max_steps, double tolerance, int* active) {
+                               int max_steps, double tolerance, int* active, T* G) {
   if (count <= 0 || n <= 0) return cudaSuccess;
   const std::size_t bytes = polar_fused_shared_bytes<T>(n);
   const cudaError_t set =
@@ -140,7 +149,7 @@ cudaError_t polar_newton_fused(cudaStream_t stream, index_t count, index_t n, T*
     return set;
   }
   polar_newton_fused_kernel<T><<<static_cast<unsigned>(count), kThreads, bytes, stream>>>(
-      static_cast<int>(n), X, state, max_steps, tolerance, active);
+      static_cast<int>(n), X, state, max_steps, tolerance, active, G);
   check_launch("polar_newton_fused_kernel");
   return cudaSuccess;
 }
@@ -148,7 +157,7 @@ cudaError_t polar_newton_fused(cudaStream_t stream, index_t count, index_t n, T*
 #define DCALIGN_INSTANTIATE_POLAR_FUSED(T)                                                        \
   template std::size_t polar_fused_shared_bytes<T>(index_t);                                      \
   template cudaError_t polar_newton_fused<T>(cudaStream_t, index_t, index_t, T*, T*, int, double, \
-                                             int*);
+                                             int*, T*);
 DCALIGN_INSTANTIATE_POLAR_FUSED(float)
 DCALIGN_INSTANTIATE_POLAR_FUSED(double)
 

@@ -77,11 +77,11 @@ SAN_SECONDS=90
 BENCH_SECONDS=""
 PEER_SECONDS=""
 # memcheck: every test of every GPU test program (an empty filter); racecheck: the tests of
-# dcalign's own kernels with shared memory (polar start / Newton step, the fused Newton phase,
-# finiteness scans, reductions), both precisions. When the racecheck default matches no test (renamed tests),
-# the fallback after it is used.
+# dcalign's own kernels with shared memory (polar start / Newton step, the fused Newton phase
+# and its polish, finiteness scans, reductions), both precisions. When the racecheck default
+# matches no test (renamed tests), the fallback after it is used.
 MEMCHECK_RE=""
-RACECHECK_RE='^CudaVsCpu/[0-9]+\.(PolarIteration|PolarNewtonPhase|PolarBatched|NonFinite|Orthogonality|InnerProducts)|^CudaLarge\.'
+RACECHECK_RE='^CudaVsCpu/[0-9]+\.(PolarIteration|PolarNewtonPhase|PolarNewtonPolish|PolarBatched|NonFinite|Orthogonality|InnerProducts)|^CudaLarge\.'
 RACECHECK_FALLBACK='polar|newton|reduc|sum_?squares|finite|orthogonal|norm'
 while (($#)); do
   case $1 in

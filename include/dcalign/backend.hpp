@@ -216,6 +216,19 @@ class Primitives {
     }
     return active;
   }
+  /// Optional: the Newton phase of polar_newton_steps and then, on every matrix, the
+  /// Newton-Schulz polish X <- X + X (I - X^T X) / 2 for polar::polish_steps(state_k) steps
+  /// (src/base/polar_block.hpp), the result in G (contiguous, the shape of X); X is left
+  /// undefined. No read back to the host: the caller reads the states once afterwards. Returns
+  /// false, having done nothing, where the backend has no such fused form (the default); the
+  /// caller then runs polar_newton_steps and its own batched polish, which takes the batch's
+  /// largest count of steps for every matrix (an extra step on a converged matrix moves it by
+  /// rounding only).
+  virtual bool polar_newton_polish(StackView<T> X, StackView<T> G, T* state, int max_steps,
+                                   double tolerance) {
+    (void)X, (void)G, (void)state, (void)max_steps, (void)tolerance;
+    return false;
+  }
   /// C_k <- C_k + alpha I for every square C_k (C may be strided).
   virtual void add_identity_batched(T alpha, StackView<T> C) = 0;
 

@@ -184,4 +184,45 @@ DCALIGN_HD inline bool newton_phase(Block& b, T* X, T* Y, T* state, int n, int m
   return active(st);
 }
 
+/// The Newton-Schulz steps of the polish for one matrix with this state after its Newton phase:
+/// the count the phase recorded (polar::schulz_steps of its error bound), at least one. A matrix
+/// that failed or did not converge gets one; the caller replaces its factor anyway.
+template <typename T>
+DCALIGN_HD inline int polish_steps(const T* st) {
+  const int k = (flags(st) & kConverged) ? static_cast<int>(st[kSchulz]) : 1;
+  return k < 1 ? 1 : k;
+}
+
+/// The Newton-Schulz polish of one matrix after its Newton phase: `steps` times
+/// X <- X + X D with D = (I - X^T X) / 2, the same step as the batched polish of
+/// src/core/polar.cpp (the small correction D keeps float within 1e-5 of orthogonality). The
+/// products accumulate in double and each entry is rounded to T once, so a step adds at most
+/// about u per entry beyond the step's own error. X and D are n x n in the block's memory, the
+/// result goes to `out` (any memory the block can write; it also holds the intermediate
+/// steps). The block is synchronised on return.
+template <typename T, typename Block>
+DCALIGN_HD inline void schulz_phase(Block& b, T* X, T* D, T* out, int n, int steps) {
+  for (int step = 0; step < steps; ++step) {
+    b.sync();
+    b.for_each(n * n, [&](int e) {
+      const int i = e % n, j = e / n;
+      double g = 0;  // (X^T X)(i, j)
+      for (int r = 0; r < n; ++r)
+        g += static_cast<double>(X[r + i * n]) * static_cast<double>(X[r + j * n]);
+      D[e] = static_cast<T>(((i == j) ? 0.5 : 0.0) - 0.5 * g);
+    });
+    b.sync();
+    b.for_each(n * n, [&](int e) {
+      const int i = e % n, j = e / n;
+      double v = static_cast<double>(X[e]);
+      for (int r = 0; r < n; ++r)
+        v += static_cast<double>(X[i + r * n]) * static_cast<double>(D[r + j * n]);
+      out[e] = static_cast<T>(v);
+    });
+    b.sync();
+    if (step + 1 < steps) b.for_each(n * n, [&](int e) { X[e] = out[e]; });
+  }
+  b.sync();
+}
+
 }  // namespace dcalign::polar

@@ -223,11 +223,17 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   // test at sqrt(u).
   const double u = std::numeric_limits<T>::epsilon() / 2;
   const double tolerance = std::sqrt(2.0 * std::sqrt(u / 1.5)) / std::sqrt(static_cast<double>(l));
-  Buffer<T> xb = p.allocate(c * l * l), yb = p.allocate(c * l * l);
+  Buffer<T> xb = p.allocate(c * l * l), yb;
   Buffer<T> sb = p.allocate(c * polar::kStateSize);
-  StackView<T> X(xb.data(), c, l, l), Y(yb.data(), c, l, l);
+  StackView<T> X(xb.data(), c, l, l);
   p.polar_start(M, transposed, X, sb.data());
-  p.polar_newton_steps(X, Y, sb.data(), opts.max_iterations, tolerance);
+  // The Newton phase, and where the backend fuses it (the GPU's one kernel per batch for small
+  // l), each matrix's polish into G with it; the states below are then the only read back, and
+  // no workspace Y is needed.
+  const bool polished = p.polar_newton_polish(X, G, sb.data(), opts.max_iterations, tolerance);
+  if (!polished) yb = p.allocate(c * l * l);
+  StackView<T> Y(yb.data(), c, l, l);
+  if (!polished) p.polar_newton_steps(X, Y, sb.data(), opts.max_iterations, tolerance);
 
   const std::vector<T> state = read_state(p, sb, c);
   const double fallback = rank_limit<T>(opts, l);
@@ -259,8 +265,9 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     return exact;
   }
   // Newton-Schulz steps, as many as the worst matrix needs (its error bound when the Newton
-  // phase stopped, polar::schulz_steps), the last one into G.
-  newton_schulz(p, X, Y, G, schulz);
+  // phase stopped, polar::schulz_steps), the last one into G; a fused backend took each
+  // matrix's own count.
+  if (!polished) newton_schulz(p, X, Y, G, schulz);
   info.max_iterations = most;
   info.schulz_steps = schulz;
   info.estimated = true;

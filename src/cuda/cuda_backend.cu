@@ -90,6 +90,10 @@ class CudaPrimitives final : public Primitives<T> {
     if (active >= 0) return active;
     return Primitives<T>::polar_newton_steps(X, Y, state, max_steps, tolerance);
   }
+  bool polar_newton_polish(StackView<T> X, StackView<T> G, T* state, int max_steps,
+                           double tolerance) override {
+    return ops::polar_newton_polish(use(), X, G, state, max_steps, tolerance);
+  }
   void add_identity_batched(T alpha, StackView<T> C) override {
     ops::add_identity_batched(use(), alpha, C);
   }

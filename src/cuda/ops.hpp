@@ -91,6 +91,12 @@ index_t polar_newton_step(Context& ctx, StackView<T> X, StackView<const T> Y, T*
 template <typename T>
 index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* state, int max_steps,
                            double tolerance);
+/// The fused kernel with the polish (Primitives::polar_newton_polish): the Newton phase and
+/// each matrix's Newton-Schulz steps into G, one launch and no host read; false (nothing
+/// queued) where the kernel does not apply.
+template <typename T>
+bool polar_newton_polish(Context& ctx, StackView<T> X, StackView<T> G, T* state, int max_steps,
+                         double tolerance);
 /// The largest order the fused kernel takes: X and its inverse in shared memory, 2 n^2 values
 /// (128 KiB at n = 128 in float, 144 KiB at 96 in double; an H100's block may have 227 KiB).
 template <typename T>

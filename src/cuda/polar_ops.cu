@@ -1,6 +1,6 @@
 // The primitives of the batched polar iteration (src/core/polar.cpp) on the GPU: the whole Newton
-// phase in one kernel while X and its inverse fit one block's shared memory
-// (kernels/polar_fused.cu); above that, own kernels for the per-matrix steps
+// phase, and with it the polish, in one kernel while X and its inverse fit one block's shared
+// memory (kernels/polar_fused.cu); above that, own kernels for the per-matrix steps
 // (kernels/polar_kernels.cu) and cuBLAS batched LU for the inverses.
 #include <string>
 
@@ -87,6 +87,21 @@ index_t polar_newton_step(Context& ctx, StackView<T> X, StackView<const T> Y, T*
   return host;
 }
 
+namespace {
+
+// Whether the fused kernel takes n x n matrices on this device: n within fused_polar_limit and
+// its shared memory within what one block may have (opt-in).
+template <typename T>
+bool fused_applies(Context& ctx, index_t n) {
+  if (n > fused_polar_limit<T>()) return false;
+  int optin = 0;
+  DCALIGN_CUDA(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()));
+  return kernels::polar_fused_shared_bytes<T>(n) <= static_cast<std::size_t>(optin);
+}
+
+}  // namespace
+
 template <typename T>
 index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* state, int max_steps,
                            double tolerance) {
@@ -94,12 +109,7 @@ index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* stat
   require_square_stack(X, count, n, "polar_newton_steps");
   require_square_stack(Y, count, n, "polar_newton_steps");
   if (count == 0 || n == 0) return 0;
-  if (n > fused_polar_limit<T>()) return -1;
-  // The kernel's shared memory against what one block may have on this device (opt-in).
-  int optin = 0;
-  DCALIGN_CUDA(
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()));
-  if (kernels::polar_fused_shared_bytes<T>(n) > static_cast<std::size_t>(optin)) return -1;
+  if (!fused_applies<T>(ctx, n)) return -1;
   to_int(count, "batch count");  // one block per matrix
   int* active = static_cast<int*>(ctx.workspace(Context::kResults, sizeof(int)));
   DCALIGN_CUDA(cudaMemsetAsync(active, 0, sizeof(int), ctx.stream()));
@@ -109,6 +119,23 @@ index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* stat
   int host = 0;
   download(ctx, static_cast<const int*>(active), &host, 1);  // the whole phase's only sync
   return host;
+}
+
+template <typename T>
+bool polar_newton_polish(Context& ctx, StackView<T> X, StackView<T> G, T* state, int max_steps,
+                         double tolerance) {
+  const index_t count = X.count(), n = X.rows();
+  require_square_stack(X, count, n, "polar_newton_polish");
+  require_square_stack(G, count, n, "polar_newton_polish");
+  if (count == 0 || n == 0) return true;
+  if (!fused_applies<T>(ctx, n)) return false;
+  to_int(count, "batch count");  // one block per matrix
+  // The kernel still counts the active matrices; nobody reads the count here (the caller reads
+  // the states once, which say the same), so nothing waits for the kernel.
+  int* active = static_cast<int*>(ctx.workspace(Context::kResults, sizeof(int)));
+  DCALIGN_CUDA(cudaMemsetAsync(active, 0, sizeof(int), ctx.stream()));
+  return kernels::polar_newton_fused(ctx.stream(), count, n, X.data(), state, max_steps, tolerance,
+                                     active, G.data()) == cudaSuccess;
 }
 
 template <typename T>
@@ -124,6 +151,7 @@ void add_identity_batched(Context& ctx, T alpha, StackView<T> C) {
   template index_t polar_newton_step<T>(Context&, StackView<T>, StackView<const T>, T*, int,     \
                                         double);                                                 \
   template index_t polar_newton_steps<T>(Context&, StackView<T>, StackView<T>, T*, int, double); \
+  template bool polar_newton_polish<T>(Context&, StackView<T>, StackView<T>, T*, int, double);   \
   template void add_identity_batched<T>(Context&, T, StackView<T>);
 DCALIGN_INSTANTIATE_POLAR_OPS(float)
 DCALIGN_INSTANTIATE_POLAR_OPS(double)

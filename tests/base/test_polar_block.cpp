@@ -157,7 +157,71 @@ TYPED_TEST(PolarBlock, NewtonPhaseMatchesTheCpuBackend) {
     for (index_t j = 0; j < n; ++j)
       for (index_t i = 0; i < n; ++i) Gt[i + j * n] = G[j + i * n];
     EXPECT_LE(identity_error(Gt, G, n), 20 * double(n) * eps) << "kappa " << kappas[k];
+
+    // The block's own polish (what the fused kernel runs after the Newton phase): the count of
+    // polar::polish_steps, the same orthogonality, and the reference's result to the rounding
+    // of its steps (each adds about u per entry in its own order of operations; a polish step
+    // keeps the difference's skew part and halves nothing, so n eps per step bounds it).
+    ASSERT_EQ(polar::polish_steps(sk), static_cast<int>(sk[polar::kSchulz]));
+    std::vector<T> Xb(xk, xk + n * n), D(static_cast<size_t>(n * n)),
+        out(static_cast<size_t>(n * n));
+    polar::schulz_phase(b, Xb.data(), D.data(), out.data(), static_cast<int>(n),
+                        polar::polish_steps(sk));
+    std::vector<T> outt(static_cast<size_t>(n * n));
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < n; ++i) outt[i + j * n] = out[j + i * n];
+    EXPECT_LE(identity_error(outt, out, n), 20 * double(n) * eps) << "kappa " << kappas[k];
+    double worst = 0;
+    for (index_t e = 0; e < n * n; ++e)
+      worst = std::max(worst, std::abs(double(out[e]) - double(G[e])));
+    EXPECT_LE(worst, double(n) * eps * sk[polar::kSchulz]) << "kappa " << kappas[k];
   }
+}
+
+// The polish of polar_block.hpp by itself: from a matrix orthogonal only to about 1e-2 (an
+// orthogonal Q plus a perturbation), the steps of polar::schulz_steps reach orthogonality to
+// 20 n eps and stay within the perturbation's size of Q (Newton-Schulz converges to the polar
+// factor of its start, which is within ||E|| of Q); one step maps an error e to about 1.5 e^2.
+// A failed or unconverged state asks for one step.
+TYPED_TEST(PolarBlock, SchulzPhaseOrthogonalises) {
+  using T = TypeParam;
+  const double eps = std::numeric_limits<T>::epsilon();
+  const index_t n = 33;
+  Rng rng = Rng::stream(77, 5);
+  const std::vector<T> Q = testing::conditioned_values<T>(n, n, 1.0, rng);  // orthogonal
+  std::vector<T> X = Q;
+  for (auto& v : X) v = static_cast<T>(double(v) + 1e-3 * rng.normal());
+  std::vector<T> st(polar::kStateSize, T(0));
+  polar::set_flag(st.data(), polar::kConverged);
+  const int steps = polar::schulz_steps<T>(0.05);
+  st[polar::kSchulz] = static_cast<T>(steps);
+  ASSERT_EQ(polar::polish_steps(st.data()), steps);
+  polar::SerialBlock b;
+  std::vector<T> D(static_cast<size_t>(n * n)), out(static_cast<size_t>(n * n));
+  std::vector<T> X1 = X;
+  polar::schulz_phase(b, X1.data(), D.data(), out.data(), static_cast<int>(n), 1);
+  std::vector<T> t(static_cast<size_t>(n * n));
+  auto orth = [&](const std::vector<T>& G) {
+    for (index_t j = 0; j < n; ++j)
+      for (index_t i = 0; i < n; ++i) t[i + j * n] = G[j + i * n];
+    return identity_error(t, G, n);
+  };
+  const double e0 = orth(X), e1 = orth(out);
+  // quadratic: the error matrix E becomes about -3 E^2 / 4, entrywise at most n max|E|^2
+  EXPECT_LE(e1, double(n) * e0 * e0 + 20 * double(n) * eps) << e0;
+  polar::schulz_phase(b, X.data(), D.data(), out.data(), static_cast<int>(n), steps);
+  EXPECT_LE(orth(out), 20 * double(n) * eps);
+  double worst = 0;
+  for (index_t e = 0; e < n * n; ++e)
+    worst = std::max(worst, std::abs(double(out[e]) - double(Q[e])));
+  EXPECT_LE(worst, 0.05);
+  EXPECT_GT(worst, 1e-5);  // it is the polar factor of X, not Q itself
+
+  std::vector<T> failed(polar::kStateSize, T(0));
+  polar::set_flag(failed.data(), polar::kSingular);
+  EXPECT_EQ(polar::polish_steps(failed.data()), 1);
+  std::vector<T> running(polar::kStateSize, T(0));
+  EXPECT_EQ(polar::polish_steps(running.data()), 1);
 }
 
 // A singular start stops with kSingular, as on the CPU backend; a NaN stops as non-finite.
