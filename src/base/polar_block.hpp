@@ -13,6 +13,8 @@
 //
 // A Block offers (every thread of the block calls each function, with the same arguments):
 //   for_each(n, f)     f(i) for i in [0, n), the indices shared among the threads;
+//   for_each_2d(r, c, f)  f(i, j) for every entry of an r x c matrix, shared among the threads
+//                      (the CUDA block keeps one row per thread, so its loop has no division);
 //   sync()             a barrier (makes the writes of for_each visible to every thread);
 //   sum(n, f)          sum of f(i) over [0, n) in double, the same value returned everywhere;
 //   sum2(n, f, a, b)   two sums at once: f(i, s1, s2) adds to s1 and s2;
@@ -28,6 +30,11 @@ struct SerialBlock {
   template <typename F>
   void for_each(int n, F f) {
     for (int i = 0; i < n; ++i) f(i);
+  }
+  template <typename F>
+  void for_each_2d(int rows, int cols, F f) {
+    for (int j = 0; j < cols; ++j)
+      for (int i = 0; i < rows; ++i) f(i, j);
   }
   void sync() {}
   template <typename F>
@@ -106,14 +113,14 @@ DCALIGN_HD inline bool gauss_jordan_inverse(Block& b, T* A, int n, T* column, in
     b.sync();
     // Every other row i subtracts column[i] times row k; column k becomes -column[i] / pivot
     // and A(k, k) becomes 1 / pivot (the same operations as scaling A(k, k) = 1 first).
-    b.for_each(n * n, [&](int e) {
-      const int i = e % n, j = e / n;
+    b.for_each_2d(n, n, [&](int i, int j) {
+      T& a = A[i + j * n];
       if (i == k) {
-        if (j == k) A[e] = inv;
+        if (j == k) a = inv;
         return;
       }
       const T f = column[i];
-      A[e] = j == k ? -(f * inv) : A[e] - f * A[k + j * n];
+      a = j == k ? -(f * inv) : a - f * A[k + j * n];
     });
     b.sync();
   }
@@ -204,20 +211,18 @@ template <typename T, typename Block>
 DCALIGN_HD inline void schulz_phase(Block& b, T* X, T* D, T* out, int n, int steps) {
   for (int step = 0; step < steps; ++step) {
     b.sync();
-    b.for_each(n * n, [&](int e) {
-      const int i = e % n, j = e / n;
+    b.for_each_2d(n, n, [&](int i, int j) {
       double g = 0;  // (X^T X)(i, j)
       for (int r = 0; r < n; ++r)
         g += static_cast<double>(X[r + i * n]) * static_cast<double>(X[r + j * n]);
-      D[e] = static_cast<T>(((i == j) ? 0.5 : 0.0) - 0.5 * g);
+      D[i + j * n] = static_cast<T>(((i == j) ? 0.5 : 0.0) - 0.5 * g);
     });
     b.sync();
-    b.for_each(n * n, [&](int e) {
-      const int i = e % n, j = e / n;
-      double v = static_cast<double>(X[e]);
+    b.for_each_2d(n, n, [&](int i, int j) {
+      double v = static_cast<double>(X[i + j * n]);
       for (int r = 0; r < n; ++r)
         v += static_cast<double>(X[i + r * n]) * static_cast<double>(D[r + j * n]);
-      out[e] = static_cast<T>(v);
+      out[i + j * n] = static_cast<T>(v);
     });
     b.sync();
     if (step + 1 < steps) b.for_each(n * n, [&](int e) { X[e] = out[e]; });
