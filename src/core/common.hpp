@@ -146,6 +146,7 @@ PolarInfo<T> procrustes_step(Context<T>& ctx, MatrixView<const T> Z, T* scratch)
 
 /// G_i = polar(M_i) for the row blocks M_i of the c*l x l matrix `products` (M_i = A_i^T Z):
 /// the second half of procrustes_step, for callers that formed the products another way.
+/// Products that are not finite or overflow are refused (NumericalError) naming the user.
 template <typename T>
 PolarInfo<T> polar_of_products(Context<T>& ctx, const T* products);
 

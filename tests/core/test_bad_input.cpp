@@ -43,6 +43,23 @@ TEST(BadInput, NonFiniteAnchorNamesUserRowColumn) {
   }
 }
 
+// Without the evaluation ODC reads no anchor twice: its products prove the anchors finite. A NaN
+// or Inf in any user's anchor, the reference user's included (it reaches every product through
+// Z), is still named with its position, not reported as an overflow.
+TEST(BadInput, NonFiniteAnchorIsNamedByOdcWithoutEvaluation) {
+  for (double bad :
+       {std::numeric_limits<double>::quiet_NaN(), -std::numeric_limits<double>::infinity()})
+    for (index_t user : {index_t(0), index_t(2)}) {
+      auto A = good_anchors();
+      A(user, 7, 3) = bad;
+      AlignOptions opts;
+      opts.method = Method::odc;
+      opts.evaluate = false;
+      expect_invalid([&] { align(A, opts); },
+                     {"user " + std::to_string(user), "row 7", "column 3", "finite"});
+    }
+}
+
 TEST(BadInput, DimensionLargerThanAnchorRows) {
   Stack<double> A(3, 4, 6);
   for (index_t i = 0; i < A.size(); ++i) A.data()[i] = std::sin(double(i));
