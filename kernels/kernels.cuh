@@ -92,10 +92,11 @@ void diagonal_ratio(cudaStream_t stream, index_t count, index_t n, const T* R, i
                     index_t stride, T* out);
 
 // ---- the batched polar iteration (kernels/polar_kernels.cu); state as in base/polar_scalar.hpp
-/// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when transposed), state_k = polar::start(...).
+/// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when transposed), state_k = polar::start(...,
+/// stop_below).
 template <typename T>
 void polar_start(cudaStream_t stream, index_t count, index_t n, const T* M, index_t ld,
-                 index_t stride, bool transposed, T* X, T* state);
+                 index_t stride, bool transposed, T* X, T* state, double stop_below);
 /// polar::mark_singular(state_k) where info[k] > 0 and polar::active(state_k).
 template <typename T>
 void polar_mark_singular(cudaStream_t stream, index_t count, const int* info, T* state);

@@ -13,7 +13,7 @@ namespace {
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
     polar_start_kernel(int n, const T* M, index_t ld, index_t stride, bool transposed, T* X,
-                       T* state) {
+                       T* state, double stop_below) {
   __shared__ double shared[kWarps];
   __shared__ T factor_shared;
   __shared__ T tile[kTile][kTile + 1];
@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kThreads)
     s += v * v;
   }
   s = block_sum(s, shared);
-  if (threadIdx.x == 0) factor_shared = polar::start(state + k * polar::kStateSize, s);
+  if (threadIdx.x == 0) factor_shared = polar::start(state + k * polar::kStateSize, s, stop_below);
   __syncthreads();
   const T factor = factor_shared;
   if (!transposed) {
@@ -112,10 +112,10 @@ __global__ void __launch_bounds__(kThreads)
 
 template <typename T>
 void polar_start(cudaStream_t stream, index_t count, index_t n, const T* M, index_t ld,
-                 index_t stride, bool transposed, T* X, T* state) {
+                 index_t stride, bool transposed, T* X, T* state, double stop_below) {
   if (count <= 0 || n <= 0) return;
   polar_start_kernel<T><<<static_cast<unsigned>(count), kThreads, 0, stream>>>(
-      static_cast<int>(n), M, ld, stride, transposed, X, state);
+      static_cast<int>(n), M, ld, stride, transposed, X, state, stop_below);
   check_launch("polar_start_kernel");
 }
 
@@ -137,7 +137,7 @@ void polar_newton_step(cudaStream_t stream, index_t count, index_t n, T* X, cons
 
 #define DCALIGN_INSTANTIATE_POLAR(T)                                                             \
   template void polar_start<T>(cudaStream_t, index_t, index_t, const T*, index_t, index_t, bool, \
-                               T*, T*);                                                          \
+                               T*, T*, double);                                                  \
   template void polar_mark_singular<T>(cudaStream_t, index_t, const int*, T*);                   \
   template void polar_newton_step<T>(cudaStream_t, index_t, index_t, T*, const T*, T*, int,      \
                                      double, int*);

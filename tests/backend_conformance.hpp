@@ -976,7 +976,7 @@ TYPED_TEST_P(BackendConformance, PolarStartScalesAndFlags) {
                              T(42));
         Buffer<T> dM = this->up(M.v), dX = this->up(X.v), dS = this->up(state);
         this->p().polar_start(M.view(static_cast<const T*>(dM.data())), transposed,
-                              X.view(dX.data()), dS.data());
+                              X.view(dX.data()), dS.data(), 0.0);
         const HostStack<T> out = this->fetch(X, dX);
         const std::vector<T> st = this->down(dS);
         for (index_t k = 0; k < c; ++k) {
@@ -1186,7 +1186,7 @@ TYPED_TEST_P(BackendConformance, PolarNewtonStepsConvergeToThePolarFactor) {
       // (1) The whole iteration: converges, leaving X near U V^T.
       Buffer<T> dX = this->up(X.v), dY = this->up(Y.v), dS = this->p().allocate(ns);
       this->p().polar_start(M.view(static_cast<const T*>(dM.data())), false, X.view(dX.data()),
-                            dS.data());
+                            dS.data(), 0.0);
       const index_t active = this->p().polar_newton_steps(X.view(dX.data()), Y.view(dY.data()),
                                                           dS.data(), 30, tolerance);
       EXPECT_EQ(active, 0);
@@ -1196,7 +1196,7 @@ TYPED_TEST_P(BackendConformance, PolarNewtonStepsConvergeToThePolarFactor) {
       // backend: inverse_batched then polar_newton_step with iterations 0, 1, ...
       Buffer<T> dX2 = this->up(X.v), dY2 = this->up(Y.v), dS2 = this->p().allocate(ns);
       this->p().polar_start(M.view(static_cast<const T*>(dM.data())), false, X.view(dX2.data()),
-                            dS2.data());
+                            dS2.data(), 0.0);
       index_t still = c;
       for (int it = 0; it < 30 && still > 0; ++it) {
         this->p().inverse_batched(X.view(static_cast<const T*>(dX2.data())), Y.view(dY2.data()),
@@ -1246,7 +1246,7 @@ TYPED_TEST_P(BackendConformance, PolarNewtonStepsConvergeToThePolarFactor) {
       if (c > 0 && l > 1) {
         Buffer<T> dS3 = this->p().allocate(ns), dX3 = this->up(X.v);
         this->p().polar_start(M.view(static_cast<const T*>(dM.data())), false, X.view(dX3.data()),
-                              dS3.data());
+                              dS3.data(), 0.0);
         EXPECT_EQ(this->p().polar_newton_steps(X.view(dX3.data()), Y.view(dY.data()), dS3.data(), 1,
                                                tolerance),
                   c);
@@ -1255,6 +1255,51 @@ TYPED_TEST_P(BackendConformance, PolarNewtonStepsConvergeToThePolarFactor) {
           EXPECT_EQ(st3[k * polar::kStateSize + polar::kIterations], T(1)) << "matrix " << k;
       }
     }
+}
+
+// polar_start's stop_below: a matrix whose first condition estimate gives 1 / kappa <= stop_below
+// stops at that estimate (kDoubtful, no step counted, X as it started, inactive but not failed),
+// the others run to convergence as without it; stop_below = 0 stops none.
+TYPED_TEST_P(BackendConformance, PolarNewtonStepsStopDoubtfulMatricesAtTheFirstEstimate) {
+  using T = TypeParam;
+  const index_t c = 4, l = 9;
+  // kappa 10 and 1e3 alternately; the estimate lies in [kappa, l kappa], so 1e-3 separates
+  // them: 1 / 90 > 1e-3 >= 1 / 1000.
+  const Real kappas[] = {10, 1e3, 10, 1e3};
+  const double stop = 1e-3;
+  Rng rng(1550);
+  HostStack<T> M(c, l, l), X(c, l, l), Y(c, l, l);
+  for (index_t k = 0; k < c; ++k) M.set(k, known_svd(l, l, kappas[k], rng).M);
+  const double u = std::numeric_limits<T>::epsilon() / 2;
+  const double tolerance = std::sqrt(2.0 * std::sqrt(u / 1.5)) / std::sqrt(double(l));
+  Buffer<T> dM = this->up(M.v);
+  for (double below : {stop, 0.0}) {
+    SCOPED_TRACE("stop_below " + std::to_string(below));
+    Buffer<T> dX = this->up(X.v), dY = this->up(Y.v),
+              dS = this->p().allocate(c * polar::kStateSize);
+    this->p().polar_start(M.view(static_cast<const T*>(dM.data())), false, X.view(dX.data()),
+                          dS.data(), below);
+    const HostStack<T> X0 = this->fetch(X, dX);
+    EXPECT_EQ(this->p().polar_newton_steps(X.view(dX.data()), Y.view(dY.data()), dS.data(), 30,
+                                           tolerance),
+              0);
+    const std::vector<T> st = this->down(dS);
+    const HostStack<T> Xn = this->fetch(X, dX);
+    for (index_t k = 0; k < c; ++k) {
+      const T* s = st.data() + k * polar::kStateSize;
+      const bool doubtful = below > 0 && kappas[k] > 100;
+      EXPECT_EQ(bool(polar::flags(s) & polar::kDoubtful), doubtful) << "matrix " << k;
+      EXPECT_EQ(bool(polar::flags(s) & polar::kConverged), !doubtful) << "matrix " << k;
+      EXPECT_FALSE(polar::failed(s)) << "matrix " << k;
+      EXPECT_GE(s[polar::kKappa], T(kappas[k] * (1 - 1e-3))) << "matrix " << k;
+      if (doubtful) {
+        EXPECT_EQ(s[polar::kIterations], T(0)) << "matrix " << k;
+        EXPECT_EQ(frob_diff(Xn.ref(k), X0.ref(k)), Real(0)) << "matrix " << k;
+      } else {
+        EXPECT_GE(s[polar::kIterations], T(1)) << "matrix " << k;
+      }
+    }
+  }
 }
 
 TYPED_TEST_P(BackendConformance, AddIdentityBatchedTouchesOnlyTheDiagonal) {
@@ -1571,10 +1616,12 @@ REGISTER_TYPED_TEST_SUITE_P(
     LstsqBatchedMatchesTheKnownSolution, SygvSmallestEigenpairsOfTheKnownPencil,
     SygvSmallestRejectsAnIndefiniteB, PolarStartScalesAndFlags,
     InverseBatchedInvertsActiveAndFlagsSingular, PolarNewtonStepFollowsTheScalarContract,
-    PolarNewtonStepsConvergeToThePolarFactor, AddIdentityBatchedTouchesOnlyTheDiagonal,
-    AllFiniteFindsNanAndInfAnywhere, FirstNonfiniteBatchedReportsTheFirstIndex,
-    OrthogonalityErrorsAgainstLongDouble, ResidualsAndProductColumnNormsAgainstLongDouble,
-    SumSquaresAccumulatesInDouble, InnerProductsOfStridedStacksInDouble,
-    SyrkBothOrientationsAreFullAndSymmetric, SyevLargestOfTheKnownSpectrum);
+    PolarNewtonStepsConvergeToThePolarFactor,
+    PolarNewtonStepsStopDoubtfulMatricesAtTheFirstEstimate,
+    AddIdentityBatchedTouchesOnlyTheDiagonal, AllFiniteFindsNanAndInfAnywhere,
+    FirstNonfiniteBatchedReportsTheFirstIndex, OrthogonalityErrorsAgainstLongDouble,
+    ResidualsAndProductColumnNormsAgainstLongDouble, SumSquaresAccumulatesInDouble,
+    InnerProductsOfStridedStacksInDouble, SyrkBothOrientationsAreFullAndSymmetric,
+    SyevLargestOfTheKnownSpectrum);
 
 }  // namespace dcalign::conformance

@@ -188,9 +188,12 @@ class Primitives {
   // polar::kStateSize values in backend memory, read and written only through the
   // __host__ __device__ functions of src/base/polar_scalar.hpp, so every backend runs the same
   // decisions. X, Y are contiguous stacks of square matrices.
-  /// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when `transposed`), state_k = polar::start(...).
+  /// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when `transposed`), state_k =
+  /// polar::start(||M_k||_F^2, stop_below): with stop_below > 0 the first Newton step stops
+  /// every matrix whose condition estimate gives 1 / kappa <= stop_below (polar::kDoubtful).
   /// M may be strided (e.g. the row blocks of W^T Z).
-  virtual void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state) = 0;
+  virtual void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state,
+                           double stop_below) = 0;
   /// Y_k = X_k^{-1} (LU with partial pivoting) for every k that polar::active(state_k) calls
   /// active (a backend may also invert the others; their Y_k is ignored). An exactly singular
   /// X_k (zero pivot) gets polar::mark_singular.

@@ -26,7 +26,8 @@ enum Field : int {
   kFlags = 5,       ///< Flag bits
   kIterations = 6,  ///< Newton steps taken
   kSchulz = 7,      ///< Newton-Schulz steps the polish needs, set when the Newton phase stops
-  kStateSize = 8
+  kStopBelow = 8,   ///< stop as kDoubtful when 1 / kKappa <= this (0: never); set by start
+  kStateSize = 9
 };
 
 enum Flag : unsigned {
@@ -34,7 +35,9 @@ enum Flag : unsigned {
   kNoScaling = 2u,  ///< close enough that scaling would only slow quadratic convergence
   kSingular = 4u,   ///< LU met an exactly zero pivot
   kNonFinite = 8u,  ///< NaN or Inf in M, its inverse, an iterate or the scaling factor
-  kZero = 16u       ///< M = 0: no polar factor is defined
+  kZero = 16u,      ///< M = 0: no polar factor is defined
+  kDoubtful = 32u   ///< the first step's condition estimate met kStopBelow: the caller
+                    ///< recomputes this matrix (in float64), so its iteration stops there
 };
 
 template <typename T>
@@ -45,10 +48,10 @@ template <typename T>
 DCALIGN_HD inline void set_flag(T* st, unsigned f) {
   st[kFlags] = static_cast<T>(flags(st) | f);
 }
-/// Still iterating: neither converged nor stopped by a failure.
+/// Still iterating: neither converged nor stopped by a failure or as doubtful.
 template <typename T>
 DCALIGN_HD inline bool active(const T* st) {
-  return (flags(st) & (kConverged | kSingular | kNonFinite | kZero)) == 0u;
+  return (flags(st) & (kConverged | kSingular | kNonFinite | kZero | kDoubtful)) == 0u;
 }
 /// Stopped by a failure; the caller routes such matrices to the SVD path.
 template <typename T>
@@ -58,9 +61,14 @@ DCALIGN_HD inline bool failed(const T* st) {
 
 /// Resets the state of a matrix with ||M||_F^2 = fro2; returns the factor 1/||M||_F by which
 /// the backend scales M into X_0 (0 when M is zero or not finite, which also stops it).
+/// stop_below > 0 stops the matrix after its first inverse as kDoubtful when the condition
+/// estimate there gives 1 / kKappa <= stop_below (newton_zeta): for a caller that recomputes
+/// every such matrix anyway (float32 with float64 beside it, src/core/polar.cpp), the later
+/// steps would be wasted.
 template <typename T>
-DCALIGN_HD inline T start(T* st, double fro2) {
+DCALIGN_HD inline T start(T* st, double fro2, double stop_below = 0.0) {
   for (int i = 0; i < kStateSize; ++i) st[i] = T(0);
+  st[kStopBelow] = static_cast<T>(stop_below > 0.0 ? stop_below : 0.0);
   const double a = sqrt(fro2);
   st[kAlpha] = static_cast<T>(a);
   if (!(a < HUGE_VAL)) {  // NaN or Inf
@@ -88,7 +96,8 @@ DCALIGN_HD inline void mark_singular(T* st) {
 /// sqrt(||X_0^{-1}||_F / ||X_0||_F) and zeta_1 depends on the condition estimate alone. Against
 /// Frobenius scaling at every step it saves one or two steps on M_i dominated by one singular value
 /// (uniform anchors, kappa about 4e4: 6-7 steps instead of 8). 1 once scaling is off. On the first
-/// step it also records the condition estimate. Returns 0, and then always stops the matrix
+/// step it also records the condition estimate, and stops the matrix as kDoubtful (returning 0)
+/// when that estimate meets kStopBelow. Returns 0, and then always stops the matrix
 /// (kNonFinite), when either norm is not finite (the inverse overflowed) or zeta itself is not a
 /// positive finite T.
 template <typename T>
@@ -103,6 +112,12 @@ DCALIGN_HD inline T newton_zeta(T* st, double fx2, double fy2, int iteration) {
     // X_0 = M / alpha, so X_0^{-1} = alpha M^{-1}.
     st[kInvNorm] = static_cast<T>(fy / static_cast<double>(st[kAlpha]));
     st[kKappa] = static_cast<T>(fx * fy);
+    // The caller's own test, on the stored estimate (src/core/polar.cpp: 1 / kappa > limit).
+    const double stop = static_cast<double>(st[kStopBelow]);
+    if (stop > 0.0 && !(1.0 / static_cast<double>(st[kKappa]) > stop)) {
+      set_flag(st, kDoubtful);
+      return T(0);
+    }
     zeta = sqrt(fy / fx);
   } else if (iteration == 1) {
     const double r = sqrt(static_cast<double>(st[kKappa]));  // sqrt(alpha / beta)

@@ -207,7 +207,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     // LAPACK's behaviour on NaN is unspecified: find it first with the iteration's own start
     // (an O(l^2) pass per matrix, any layout of M), G serving as the scratch X.
     Buffer<T> sb = p.allocate(c * polar::kStateSize);
-    p.polar_start(M, transposed, G, sb.data());
+    p.polar_start(M, transposed, G, sb.data(), 0.0);
     read_state(p, sb, c);
     PolarInfo<T> info = svd_path(p, M, transposed, G);
     info.svd_matrices = static_cast<int>(c);
@@ -226,7 +226,14 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   Buffer<T> xb = p.allocate(c * l * l), yb;
   Buffer<T> sb = p.allocate(c * polar::kStateSize);
   StackView<T> X(xb.data(), c, l, l);
-  p.polar_start(M, transposed, X, sb.data());
+  const double fallback = rank_limit<T>(opts, l);
+  const bool promote = can_promote(p, opts);
+  const bool defer = opts.defer_doubtful && has_float64(p);
+  // With float64 beside, every matrix whose first condition estimate makes it doubtful (the test
+  // below) is recomputed there, so its iteration stops at that estimate (polar::kDoubtful): at
+  // a = 1000, l = 950 on the H200 (8b7296e, fc9dbb1) every float32 M_i was doubtful and ran
+  // all its Newton steps in vain.
+  p.polar_start(M, transposed, X, sb.data(), promote || defer ? fallback : 0.0);
   // The Newton phase, and where the backend fuses it (the GPU's one kernel per batch for small
   // l), each matrix's polish into G with it; the states below are then the only read back, and
   // no workspace Y is needed.
@@ -236,7 +243,6 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   if (!polished) p.polar_newton_steps(X, Y, sb.data(), opts.max_iterations, tolerance);
 
   const std::vector<T> state = read_state(p, sb, c);
-  const double fallback = rank_limit<T>(opts, l);
   PolarInfo<T> info;
   info.sigma_min.resize(static_cast<size_t>(c));
   info.sigma_max.resize(static_cast<size_t>(c));
@@ -247,13 +253,12 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     most = std::max(most, static_cast<int>(st[polar::kIterations]));
     schulz = std::max(schulz, static_cast<int>(st[polar::kSchulz]));
     const double kappa = st[polar::kKappa];
-    if (polar::failed(st) || polar::active(st) || !(kappa > 0) || !(1.0 / kappa > fallback))
+    if (polar::failed(st) || polar::active(st) || (polar::flags(st) & polar::kDoubtful) ||
+        !(kappa > 0) || !(1.0 / kappa > fallback))
       doubtful.push_back(k);
     info.sigma_max[k] = st[polar::kAlpha];
     info.sigma_min[k] = st[polar::kInvNorm] > 0 ? T(1) / st[polar::kInvNorm] : T(0);
   }
-  const bool promote = can_promote(p, opts);
-  const bool defer = opts.defer_doubtful && has_float64(p);
   if (!promote && !defer && 2 * doubtful.size() > static_cast<size_t>(c)) {
     // Mostly doubtful ranks, zero pivots or no convergence: the SVD path for the whole batch,
     // exact singular values for the caller's rank decision (and its G, which is the answer).

@@ -43,7 +43,8 @@ class CpuPrimitives final : public Primitives<T> {
   void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                      MatrixView<T> V) override;
 
-  void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state) override;
+  void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state,
+                   double stop_below) override;
   void inverse_batched(StackView<const T> X, StackView<T> Y, T* state) override;
   index_t polar_newton_step(StackView<T> X, StackView<const T> Y, T* state, int iteration,
                             double tolerance) override;

@@ -143,8 +143,8 @@ void CpuPrimitives<T>::sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k
 // The polar iteration's steps: one pass per matrix, in parallel over matrices, with the shared
 // per-matrix decisions of base/polar_scalar.hpp.
 template <typename T>
-void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackView<T> X,
-                                   T* state) {
+void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state,
+                                   double stop_below) {
   const index_t l = M.rows();
   const int nt = team(2.0 * double(M.count()) * double(l) * double(l));
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
@@ -154,7 +154,7 @@ void CpuPrimitives<T>::polar_start(StackView<const T> M, bool transposed, StackV
     double s = 0;
     for (index_t j = 0; j < l; ++j)
       for (index_t i = 0; i < l; ++i) s += static_cast<double>(m(i, j)) * m(i, j);
-    const T f = polar::start(state + k * polar::kStateSize, s);
+    const T f = polar::start(state + k * polar::kStateSize, s, stop_below);
     for (index_t j = 0; j < l; ++j)
       for (index_t i = 0; i < l; ++i) (transposed ? x(j, i) : x(i, j)) = f * m(i, j);
   }
@@ -460,26 +460,26 @@ std::vector<double> CpuPrimitives<T>::inner_products(StackView<const T> X, Stack
 }
 
 // The members defined in this file (cpu_backend.cpp instantiates the class with the others).
-#define DCALIGN_CPU_ITERATIONS(T)                                                                 \
-  template void CpuPrimitives<T>::syev_largest(MatrixView<T>, index_t, T*, MatrixView<T>);        \
-  template void CpuPrimitives<T>::sygv_smallest(MatrixView<T>, MatrixView<T>, index_t, T*,        \
-                                                MatrixView<T>);                                   \
-  template void CpuPrimitives<T>::polar_start(StackView<const T>, bool, StackView<T>, T*);        \
-  template void CpuPrimitives<T>::inverse_batched(StackView<const T>, StackView<T>, T*);          \
-  template index_t CpuPrimitives<T>::polar_newton_step(StackView<T>, StackView<const T>, T*, int, \
-                                                       double);                                   \
-  template index_t CpuPrimitives<T>::polar_newton_steps(StackView<T>, StackView<T>, T*, int,      \
-                                                        double);                                  \
-  template void CpuPrimitives<T>::add_identity_batched(T, StackView<T>);                          \
-  template bool CpuPrimitives<T>::all_finite(const T*, index_t);                                  \
-  template std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T>);    \
-  template std::vector<T> CpuPrimitives<T>::orthogonality_errors(StackView<const T>);             \
-  template std::vector<T> CpuPrimitives<T>::residuals(StackView<const T>, StackView<const T>,     \
-                                                      MatrixView<const T>);                       \
-  template std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T>,              \
-                                                                 StackView<const T>);             \
-  template double CpuPrimitives<T>::sum_squares(const T*, index_t);                               \
-  template std::vector<double> CpuPrimitives<T>::inner_products(StackView<const T>,               \
+#define DCALIGN_CPU_ITERATIONS(T)                                                                  \
+  template void CpuPrimitives<T>::syev_largest(MatrixView<T>, index_t, T*, MatrixView<T>);         \
+  template void CpuPrimitives<T>::sygv_smallest(MatrixView<T>, MatrixView<T>, index_t, T*,         \
+                                                MatrixView<T>);                                    \
+  template void CpuPrimitives<T>::polar_start(StackView<const T>, bool, StackView<T>, T*, double); \
+  template void CpuPrimitives<T>::inverse_batched(StackView<const T>, StackView<T>, T*);           \
+  template index_t CpuPrimitives<T>::polar_newton_step(StackView<T>, StackView<const T>, T*, int,  \
+                                                       double);                                    \
+  template index_t CpuPrimitives<T>::polar_newton_steps(StackView<T>, StackView<T>, T*, int,       \
+                                                        double);                                   \
+  template void CpuPrimitives<T>::add_identity_batched(T, StackView<T>);                           \
+  template bool CpuPrimitives<T>::all_finite(const T*, index_t);                                   \
+  template std::vector<index_t> CpuPrimitives<T>::first_nonfinite_batched(StackView<const T>);     \
+  template std::vector<T> CpuPrimitives<T>::orthogonality_errors(StackView<const T>);              \
+  template std::vector<T> CpuPrimitives<T>::residuals(StackView<const T>, StackView<const T>,      \
+                                                      MatrixView<const T>);                        \
+  template std::vector<T> CpuPrimitives<T>::product_column_norms(StackView<const T>,               \
+                                                                 StackView<const T>);              \
+  template double CpuPrimitives<T>::sum_squares(const T*, index_t);                                \
+  template std::vector<double> CpuPrimitives<T>::inner_products(StackView<const T>,                \
                                                                 StackView<const T>);
 DCALIGN_CPU_ITERATIONS(float)
 DCALIGN_CPU_ITERATIONS(double)

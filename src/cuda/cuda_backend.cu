@@ -74,8 +74,9 @@ class CudaPrimitives final : public Primitives<T> {
     ops::sygv_smallest(use(), S, B, k, evals, V);
   }
 
-  void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state) override {
-    ops::polar_start(use(), M, transposed, X, state);
+  void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state,
+                   double stop_below) override {
+    ops::polar_start(use(), M, transposed, X, state, stop_below);
   }
   void inverse_batched(StackView<const T> X, StackView<T> Y, T* state) override {
     ops::inverse_batched(use(), X, Y, state);

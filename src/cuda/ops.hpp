@@ -79,7 +79,8 @@ void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T*
 
 // ---- the batched polar iteration (polar_ops.cu)
 template <typename T>
-void polar_start(Context& ctx, StackView<const T> M, bool transposed, StackView<T> X, T* state);
+void polar_start(Context& ctx, StackView<const T> M, bool transposed, StackView<T> X, T* state,
+                 double stop_below);
 template <typename T>
 void inverse_batched(Context& ctx, StackView<const T> X, StackView<T> Y, T* state);
 template <typename T>

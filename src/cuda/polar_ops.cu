@@ -22,14 +22,15 @@ void require_square_stack(StackView<T> X, index_t count, index_t n, const char* 
 }  // namespace
 
 template <typename T>
-void polar_start(Context& ctx, StackView<const T> M, bool transposed, StackView<T> X, T* state) {
+void polar_start(Context& ctx, StackView<const T> M, bool transposed, StackView<T> X, T* state,
+                 double stop_below) {
   const index_t count = M.count(), n = M.rows();
   if (M.cols() != n) throw InvalidInput("polar_start: square matrices expected (internal error)");
   require_square_stack(X, count, n, "polar_start");
   to_int(n * n, "matrix size");
   to_int(count, "batch count");  // one block per matrix
   kernels::polar_start(ctx.stream(), count, n, M.data(), M.ld(), M.stride(), transposed, X.data(),
-                       state);
+                       state, stop_below);
 }
 
 template <typename T>
@@ -146,7 +147,7 @@ void add_identity_batched(Context& ctx, T alpha, StackView<T> C) {
 }
 
 #define DCALIGN_INSTANTIATE_POLAR_OPS(T)                                                         \
-  template void polar_start<T>(Context&, StackView<const T>, bool, StackView<T>, T*);            \
+  template void polar_start<T>(Context&, StackView<const T>, bool, StackView<T>, T*, double);    \
   template void inverse_batched<T>(Context&, StackView<const T>, StackView<T>, T*);              \
   template index_t polar_newton_step<T>(Context&, StackView<T>, StackView<const T>, T*, int,     \
                                         double);                                                 \

@@ -109,7 +109,7 @@ TYPED_TEST(PolarBlock, NewtonPhaseMatchesTheCpuBackend) {
   Buffer<T> m = p.allocate(c * n * n), x = p.allocate(c * n * n), y = p.allocate(c * n * n);
   Buffer<T> s = p.allocate(c * polar::kStateSize);
   p.to_device(M.data(), m.data(), c * n * n);
-  p.polar_start(StackView<const T>(m.data(), c, n, n), false, x.stack(c, n, n), s.data());
+  p.polar_start(StackView<const T>(m.data(), c, n, n), false, x.stack(c, n, n), s.data(), 0.0);
   std::vector<T> X(x.data(), x.data() + c * n * n), S(s.data(), s.data() + c * polar::kStateSize);
   p.polar_newton_steps(x.stack(c, n, n), y.stack(c, n, n), s.data(), 100, tolerance);
 

@@ -430,6 +430,37 @@ TEST(PolarScalar, ByersXuScalingAndConditionEstimate) {
   EXPECT_FLOAT_EQ(st[polar::kIterations], 3.0f);
 }
 
+// stop_below: the first step's estimate decides, with the caller's test 1 / kappa <= stop_below
+// on the stored kKappa; a stopped matrix is inactive, not failed, and returns 0 (no step).
+TEST(PolarScalar, StopsADoubtfulMatrixAtTheFirstEstimate) {
+  float st[polar::kStateSize];
+  polar::start(st, 9.0, 1e-2);
+  EXPECT_FLOAT_EQ(st[polar::kStopBelow], 1e-2f);
+  // ||X_0||_F ||X_0^{-1}||_F = 1 * 1000: 1 / 1000 <= 1e-2, stopped.
+  EXPECT_EQ(polar::newton_zeta(st, 1.0, 1e6, 0), 0.0f);
+  EXPECT_EQ(polar::flags(st), polar::kDoubtful);
+  EXPECT_FALSE(polar::active(st));
+  EXPECT_FALSE(polar::failed(st));
+  EXPECT_FLOAT_EQ(st[polar::kKappa], 1000.0f);  // recorded for the caller
+  EXPECT_FLOAT_EQ(st[polar::kInvNorm], 1000.0f / 3.0f);
+  // Estimate 99: goes on, scaled as without the limit.
+  polar::start(st, 9.0, 1e-2);
+  EXPECT_FLOAT_EQ(polar::newton_zeta(st, 1.0, 99.0 * 99.0, 0), std::sqrt(99.0f));
+  EXPECT_TRUE(polar::active(st));
+  // No limit (0, or a negative value): never stopped.
+  for (double below : {0.0, -1.0}) {
+    polar::start(st, 9.0, below);
+    EXPECT_EQ(st[polar::kStopBelow], 0.0f);
+    EXPECT_FLOAT_EQ(polar::newton_zeta(st, 1.0, 1e12, 0), 1e3f);
+    EXPECT_TRUE(polar::active(st));
+  }
+  // Only the first step decides.
+  polar::start(st, 9.0, 1e-2);
+  polar::newton_zeta(st, 1.0, 1.0, 0);
+  EXPECT_GT(polar::newton_zeta(st, 1.0, 1e8, 1), 0.0f);
+  EXPECT_TRUE(polar::active(st));
+}
+
 TEST(PolarScalar, NewtonPhaseEndsByTheErrorBoundOrTheStep) {
   // Every singular value within kSchulzFrom of 1: ||X||_F^2 = 4.2 with l = 4 bounds s_max by
   // sqrt(1.2) = 1 + 0.0954. Newton-Schulz from 0.0954: 1.41e-2, 2.99e-4, 1.34e-7, 2.7e-14 (below

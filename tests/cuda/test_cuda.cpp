@@ -730,9 +730,10 @@ TYPED_TEST(CudaVsCpu, PolarIterationStepByStep) {
         // alpha = fl(||M||_F), one rounding each, to eps_T + l^2 eps_d / 2. (2 eps_T alone
         // failed in double on the H200 at 226e7c5: 4.56e-16 against 4.44e-16.)
         const double sum_bound = double(l * l) * eps<double>() / 2;
-        this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), transposed, hX,
-                                state.data());
-        this->gpu().polar_start(StackView<const T>(dM.data(), c, l, l), transposed, gX, ds.data());
+        this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), transposed, hX, state.data(),
+                                0.0);
+        this->gpu().polar_start(StackView<const T>(dM.data(), c, l, l), transposed, gX, ds.data(),
+                                0.0);
         EXPECT_LE(rel_diff(this->down(dX), X), 2 * eps<T>() + sum_bound);
         auto sg = this->down(ds);
         for (index_t k = 0; k < c; ++k) {
@@ -811,7 +812,7 @@ TYPED_TEST(CudaVsCpu, PolarNewtonPhase) {
           std::sqrt(2.0 * std::sqrt(eps<T>() / 3.0)) / std::sqrt(static_cast<double>(l));
       std::vector<T> X(n), Y(n), state(c * kStateSize);
       const StackView<T> hX(X.data(), c, l, l), hY(Y.data(), c, l, l);
-      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data());
+      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data(), 0.0);
       Buffer<T> dX = this->up(X), dY = this->gpu().allocate(n), ds = this->up(state);
       const index_t ac = this->cpu().polar_newton_steps(hX, hY, state.data(), 100, tolerance);
       const index_t ag = this->gpu().polar_newton_steps(StackView<T>(dX.data(), c, l, l),
@@ -852,7 +853,7 @@ TYPED_TEST(CudaVsCpu, PolarNewtonPolish) {
           std::sqrt(2.0 * std::sqrt(eps<T>() / 3.0)) / std::sqrt(static_cast<double>(l));
       std::vector<T> X(n), Y(n), state(c * kStateSize);
       const StackView<T> hX(X.data(), c, l, l), hY(Y.data(), c, l, l);
-      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data());
+      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data(), 0.0);
       Buffer<T> dX = this->up(X), dG = this->gpu().allocate(n), ds = this->up(state);
       const std::vector<T> before = this->down(dX);
       const bool fused = this->gpu().polar_newton_polish(StackView<T>(dX.data(), c, l, l),
