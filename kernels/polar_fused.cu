@@ -2,10 +2,9 @@
 // newton_phase with X and its inverse in shared memory and, when asked for, the Newton-Schulz
 // polish (schulz_phase) into G, so a batch takes one launch instead of one batched LU, one
 // inverse, one step kernel and one host synchronisation per Newton step plus two batched
-// products per polish step. (Why own code: no
-// cuBLAS/cuSOLVER routine runs a per-matrix iteration with per-matrix stopping.) The decisions
-// are polar_scalar.hpp's, as in every backend; the CPU tests run newton_phase through
-// polar::SerialBlock.
+// products per polish step. (Why own code: no cuBLAS/cuSOLVER routine runs a per-matrix
+// iteration with per-matrix stopping.) The decisions are polar_scalar.hpp's, as in every
+// backend; the CPU tests run newton_phase and schulz_phase through polar::SerialBlock.
 #include "base/polar_block.hpp"
 #include "cuda/check.hpp"
 #include "kernels/device_util.cuh"

@@ -147,7 +147,7 @@ void print_status(const v1::GetStatusResponse& st, bool json) {
 }  // namespace
 
 void add_client_command(CLI::App& app) {
-  auto* client = app.add_subcommand("client", "Talk to a dcalign-server (analyst or participant)");
+  auto* client = app.add_subcommand("client", kClientDescription);
   client->require_subcommand(1);
   static Common common[8];
   static std::string ids[8], spec_file, tokens_dir, participant, out_dir;

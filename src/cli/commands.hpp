@@ -121,14 +121,18 @@ void add_comm_command(CLI::App& app);
 /// `dcalign align-ragged`: users with different latent dimensions (imakura, kawakami).
 void add_ragged_command(CLI::App& app);
 
-/// `dcalign client`: the analyst's and participants' calls to dcalign-server (src/service).
+/// `dcalign client` (dcalign-client, which links gRPC): the analyst's and participants' calls to
+/// dcalign-server (src/service).
+inline constexpr const char* kClientDescription =
+    "Talk to a dcalign-server (analyst or participant)";
 void add_client_command(CLI::App& app);
 
 /// Commands contributed by other layers (experiments, benchmarks) when they are built.
 void add_extra_commands(CLI::App& app);
 /// Runs a command that lives in an executable of its own (`dcalign experiment` and `dcalign
-/// predict` in dcalign-experiment) when argv names one: true, with `status` set, if it could not be
-/// started (on success the process is replaced); false for every other command.
+/// predict` in dcalign-experiment, `dcalign client` in dcalign-client) when argv names one: true,
+/// with `status` set, if it could not be started (on success the process is replaced); false for
+/// every other command.
 bool forward_extra_command(int argc, char** argv, int& status);
 
 /// A report's JSON (report.to_json()) into `tmp`, the staged file of --report `shown`; IoError

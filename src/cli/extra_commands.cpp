@@ -1,9 +1,10 @@
-// Commands from layers that are optional at build time.
-//
-// `dcalign experiment` trains models and `dcalign predict` runs a saved one, so they link the
-// learning layer (LibTorch, LIBSVM, XGBoost) and the data layer. They live in an executable of
-// their own, dcalign-experiment, installed next to dcalign, which dcalign execs with its own
-// arguments: every other command starts without loading LibTorch.
+// Commands from layers that are optional at build time, each in an executable of its own that
+// dcalign execs with its own arguments, so that every other command starts without loading
+// those layers:
+//   `dcalign experiment` trains models and `dcalign predict` runs a saved one: they link the
+//   learning layer (LibTorch, LIBSVM, XGBoost) and the data layer (dcalign-experiment);
+//   `dcalign client` talks to dcalign-server: it links gRPC and Protobuf (dcalign-client).
+// Both are installed next to dcalign.
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,7 +21,7 @@
 namespace dcalign::cli {
 namespace {
 
-#ifdef DCALIGN_HAVE_EXPERIMENT
+#if defined(DCALIGN_HAVE_EXPERIMENT) || defined(DCALIGN_HAVE_SERVICE)
 // The directory of the running executable (not of argv[0], which may be a name on $PATH).
 std::filesystem::path own_directory(const char* argv0) {
   std::error_code ec;
@@ -30,41 +31,66 @@ std::filesystem::path own_directory(const char* argv0) {
 }
 #endif
 
+// The command that runs in another executable, and that executable's name.
+struct Forwarded {
+  std::string_view command;
+  const char* executable;
+};
+
+constexpr Forwarded kForwarded[] = {
+#ifdef DCALIGN_HAVE_EXPERIMENT
+    {"experiment", "dcalign-experiment"},
+    {"predict", "dcalign-experiment"},
+#endif
+#ifdef DCALIGN_HAVE_SERVICE
+    {"client", "dcalign-client"},
+#endif
+    {"", nullptr}};
+
 }  // namespace
 
 bool forward_extra_command(int argc, char** argv, int& status) {
-#ifdef DCALIGN_HAVE_EXPERIMENT
-  if (argc > 1 &&
-      (std::string_view(argv[1]) == "experiment" || std::string_view(argv[1]) == "predict")) {
-    // argv is passed unchanged, so that usage and error messages read "dcalign experiment".
-    const auto helper = own_directory(argv[0]) / "dcalign-experiment";
+  if (argc < 2) return false;
+  for (const Forwarded& f : kForwarded) {
+    if (!f.executable || std::string_view(argv[1]) != f.command) continue;
+#if defined(DCALIGN_HAVE_EXPERIMENT) || defined(DCALIGN_HAVE_SERVICE)
+    // argv is passed unchanged, so that usage and error messages read "dcalign <command>".
+    const auto helper = own_directory(argv[0]) / f.executable;
     ::execv(helper.c_str(), argv);
     std::cerr << "dcalign: error: cannot run " << helper.string() << " (" << std::strerror(errno)
-              << "); `dcalign " << argv[1]
-              << "` needs dcalign-experiment installed next to dcalign\n";
+              << "); `dcalign " << argv[1] << "` needs " << f.executable
+              << " installed next to dcalign\n";
     status = 1;
     return true;
-  }
-#else
-  (void)argc;
-  (void)argv;
 #endif
+  }
   (void)status;
   return false;
 }
 
 void add_extra_commands(CLI::App& app) {
-#ifdef DCALIGN_HAVE_EXPERIMENT
   // Listed for `dcalign --help`; forward_extra_command() runs them before parsing.
-  app.add_subcommand("experiment", kExperimentDescription)->allow_extras()->callback([] {
-    throw InvalidInput("`experiment` must be the first argument of dcalign");
-  });
-  app.add_subcommand("predict", kPredictDescription)->allow_extras()->callback([] {
-    throw InvalidInput("`predict` must be the first argument of dcalign");
-  });
-#else
-  (void)app;
+  auto listed = [&app](const char* name, const char* description) {
+    app.add_subcommand(name, description)->allow_extras()->callback([name] {
+      throw InvalidInput(std::string("`") + name + "` must be the first argument of dcalign");
+    });
+  };
+#ifdef DCALIGN_HAVE_EXPERIMENT
+  listed("experiment", kExperimentDescription);
+  listed("predict", kPredictDescription);
 #endif
+#ifdef DCALIGN_HAVE_SERVICE
+  listed("client", kClientDescription);
+#else
+  app.add_subcommand("client", "Talk to a dcalign-server (not built)")
+      ->allow_extras()
+      ->callback([] {
+        throw Error(
+            "dcalign was built without the analyst service (gRPC, Protobuf or SQLite "
+            "missing when it was configured)");
+      });
+#endif
+  (void)listed;
 }
 
 }  // namespace dcalign::cli

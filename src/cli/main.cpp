@@ -3,6 +3,7 @@
 //   dcalign demo
 //   dcalign comm [--users 100 --participation 0.1 ...] [--json FILE]
 //   dcalign experiment FILE   (runs dcalign-experiment, see extra_commands.cpp)
+//   dcalign client ...        (runs dcalign-client, likewise)
 // Errors print one line "dcalign: error: ..." and exit with status 1 (2 for usage errors).
 #include <CLI/CLI.hpp>
 
@@ -22,16 +23,5 @@ int main(int argc, char** argv) {
   dcalign::cli::add_ragged_command(app);
   dcalign::cli::add_comm_command(app);
   dcalign::cli::add_extra_commands(app);
-#ifdef DCALIGN_HAVE_SERVICE
-  dcalign::cli::add_client_command(app);
-#else
-  app.add_subcommand("client", "Talk to a dcalign-server (not built)")
-      ->allow_extras()
-      ->callback([] {
-        throw dcalign::Error(
-            "dcalign was built without the analyst service (gRPC, Protobuf or SQLite "
-            "missing when it was configured)");
-      });
-#endif
   return dcalign::cli::run_app(app, argc, argv);
 }
