@@ -795,6 +795,24 @@ TYPED_TEST(CudaVsCpu, PolarIterationStepByStep) {
     }
 }
 
+// The start of a batched polar iteration on the host: c matrices l x l of condition 1e3 drawn
+// from `seed`, X_0 and the states by the CPU's polar_start, Y as workspace, and the stopping
+// tolerance polar_factor uses.
+template <typename T>
+struct HostPolarStart {
+  index_t c, l;
+  std::vector<T> X, Y, state;
+  double tolerance;
+  HostPolarStart(Primitives<T>& cpu, index_t c_, index_t l_, std::uint64_t seed)
+      : c(c_), l(l_), X(c_ * l_ * l_), Y(X.size()), state(c_ * polar::kStateSize) {
+    const auto M = conditioned_stack<T>(c, l, 1e3, seed);
+    tolerance = std::sqrt(2.0 * std::sqrt(eps<T>() / 3.0)) / std::sqrt(static_cast<double>(l));
+    cpu.polar_start(StackView<const T>(M.data(), c, l, l), false, x(), state.data(), 0.0);
+  }
+  StackView<T> x() { return StackView<T>(X.data(), c, l, l); }
+  StackView<T> y() { return StackView<T>(Y.data(), c, l, l); }
+};
+
 // The whole Newton phase (Primitives::polar_newton_steps): on the GPU one kernel per batch
 // (kernels/polar_fused.cu, base/polar_block.hpp) up to its order limit, the composed steps
 // above. From the same start, the same decisions as the CPU's fused phase (steps, flags, the
@@ -806,15 +824,11 @@ TYPED_TEST(CudaVsCpu, PolarNewtonPhase) {
   for (index_t l : {index_t(5), index_t(33), index_t(64), index_t(96), index_t(128), index_t(160)})
     for (index_t c : kCounts) {
       SCOPED_TRACE("l = " + std::to_string(l) + ", c = " + std::to_string(c));
-      const auto M = conditioned_stack<T>(c, l, 1e3, 230 + l + c);
-      const index_t n = c * l * l;
-      const double tolerance =
-          std::sqrt(2.0 * std::sqrt(eps<T>() / 3.0)) / std::sqrt(static_cast<double>(l));
-      std::vector<T> X(n), Y(n), state(c * kStateSize);
-      const StackView<T> hX(X.data(), c, l, l), hY(Y.data(), c, l, l);
-      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data(), 0.0);
-      Buffer<T> dX = this->up(X), dY = this->gpu().allocate(n), ds = this->up(state);
-      const index_t ac = this->cpu().polar_newton_steps(hX, hY, state.data(), 100, tolerance);
+      HostPolarStart<T> h(this->cpu(), c, l, 230 + l + c);
+      std::vector<T>&X = h.X, &state = h.state;
+      const double tolerance = h.tolerance;
+      Buffer<T> dX = this->up(X), dY = this->gpu().allocate(X.size()), ds = this->up(state);
+      const index_t ac = this->cpu().polar_newton_steps(h.x(), h.y(), state.data(), 100, tolerance);
       const index_t ag = this->gpu().polar_newton_steps(StackView<T>(dX.data(), c, l, l),
                                                         StackView<T>(dY.data(), c, l, l), ds.data(),
                                                         100, tolerance);
@@ -847,14 +861,10 @@ TYPED_TEST(CudaVsCpu, PolarNewtonPolish) {
   for (index_t l : {index_t(5), index_t(33), index_t(64), index_t(96), index_t(128), index_t(160)})
     for (index_t c : kCounts) {
       SCOPED_TRACE("l = " + std::to_string(l) + ", c = " + std::to_string(c));
-      const auto M = conditioned_stack<T>(c, l, 1e3, 260 + l + c);
-      const index_t n = c * l * l;
-      const double tolerance =
-          std::sqrt(2.0 * std::sqrt(eps<T>() / 3.0)) / std::sqrt(static_cast<double>(l));
-      std::vector<T> X(n), Y(n), state(c * kStateSize);
-      const StackView<T> hX(X.data(), c, l, l), hY(Y.data(), c, l, l);
-      this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), false, hX, state.data(), 0.0);
-      Buffer<T> dX = this->up(X), dG = this->gpu().allocate(n), ds = this->up(state);
+      HostPolarStart<T> h(this->cpu(), c, l, 260 + l + c);
+      std::vector<T>&X = h.X, &state = h.state;
+      const double tolerance = h.tolerance;
+      Buffer<T> dX = this->up(X), dG = this->gpu().allocate(X.size()), ds = this->up(state);
       const std::vector<T> before = this->down(dX);
       const bool fused = this->gpu().polar_newton_polish(StackView<T>(dX.data(), c, l, l),
                                                          StackView<T>(dG.data(), c, l, l),
@@ -865,7 +875,7 @@ TYPED_TEST(CudaVsCpu, PolarNewtonPolish) {
         EXPECT_EQ(this->down(dX), before);
         continue;
       }
-      this->cpu().polar_newton_steps(hX, hY, state.data(), 100, tolerance);
+      this->cpu().polar_newton_steps(h.x(), h.y(), state.data(), 100, tolerance);
       const auto sg = this->down(ds);
       const auto gg = this->down(dG);
       polar::SerialBlock b;
