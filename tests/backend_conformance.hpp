@@ -321,6 +321,59 @@ using Precisions = ::testing::Types<float, double>;
 
 // ------------------------------------------------------------------ memory
 
+// to_float64 widens exactly and from_float64 rounds to nearest (the host's static_cast, IEEE
+// round to nearest even), between matrices of any leading dimensions in the memory of this
+// backend and its float64 primitives; the entries outside the destination's rows stay as they
+// were, and an empty shape touches nothing.
+TYPED_TEST_P(BackendConformance, Float64ConversionsWidenExactlyAndRoundToNearest) {
+  using T = TypeParam;
+  Primitives<double>* q = this->p().float64();
+  ASSERT_NE(q, nullptr);
+  for (index_t rows : {index_t(0), index_t(1), index_t(5), index_t(33)})
+    for (index_t cols : {index_t(1), index_t(4)}) {
+      SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(cols));
+      const index_t lds = rows + 2, ldd = rows + 3;
+      Rng rng(7000 + static_cast<std::uint64_t>(rows * 10 + cols));
+      // Doubles with bits below float's precision (and a tie 1 + 2^-24 for float, which rounds
+      // to even, i.e. to 1), T values as sources.
+      std::vector<double> wide(static_cast<size_t>(ldd * cols), -7.0);
+      std::vector<T> narrow_src(static_cast<size_t>(lds * cols), T(-5));
+      for (index_t j = 0; j < cols; ++j)
+        for (index_t i = 0; i < rows; ++i) {
+          wide[i + j * ldd] = rng.normal() * std::pow(2.0, double(i % 7) - 3.0);
+          narrow_src[i + j * lds] = static_cast<T>(rng.normal());
+        }
+      if (rows > 0) wide[0] = 1.0 + std::ldexp(1.0, -24);
+      // to_float64: T -> double, exact.
+      Buffer<T> s = this->up(narrow_src);
+      Buffer<double> d = q->allocate(ldd * cols);
+      q->to_device(wide.data(), d.data(), ldd * cols);
+      this->p().to_float64(MatrixView<const T>(s.data(), rows, cols, lds),
+                           MatrixView<double>(d.data(), rows, cols, ldd));
+      std::vector<double> got(static_cast<size_t>(ldd * cols));
+      q->to_host(d.data(), got.data(), ldd * cols);
+      for (index_t j = 0; j < cols; ++j)
+        for (index_t i = 0; i < ldd; ++i) {
+          const double want =
+              i < rows ? static_cast<double>(narrow_src[i + j * lds]) : wide[i + j * ldd];
+          EXPECT_EQ(got[i + j * ldd], want) << i << ", " << j;
+        }
+      // from_float64: double -> T, to nearest.
+      q->to_device(wide.data(), d.data(), ldd * cols);
+      this->p().from_float64(MatrixView<const double>(d.data(), rows, cols, ldd),
+                             MatrixView<T>(s.data(), rows, cols, lds));
+      const std::vector<T> back = this->down(s);
+      for (index_t j = 0; j < cols; ++j)
+        for (index_t i = 0; i < lds; ++i) {
+          const T want = i < rows ? static_cast<T>(wide[i + j * ldd]) : narrow_src[i + j * lds];
+          EXPECT_EQ(back[i + j * lds], want) << i << ", " << j;
+        }
+      if (rows > 0 && std::is_same_v<T, float>) {
+        EXPECT_EQ(back[0], T(1));  // the tie, to even
+      }
+    }
+}
+
 TYPED_TEST_P(BackendConformance, MemoryRoundTripCopyFillSynchronize) {
   using T = TypeParam;
   EXPECT_EQ(this->p().device(), this->backend().device());
@@ -1608,7 +1661,8 @@ TYPED_TEST_P(BackendConformance, SyevLargestOfTheKnownSpectrum) {
 }
 
 REGISTER_TYPED_TEST_SUITE_P(
-    BackendConformance, MemoryRoundTripCopyFillSynchronize, GemmAllTransposesShapesAndStrides,
+    BackendConformance, MemoryRoundTripCopyFillSynchronize,
+    Float64ConversionsWidenExactlyAndRoundToNearest, GemmAllTransposesShapesAndStrides,
     GemmBatchedBroadcastStridedAndEmpty, TrsmUpperBatchedReadsOnlyTheUpperTriangle,
     VstackAndUnvstackAreExactCopies, GatherFromAnyStridesIsAnExactCopy,
     GeamOnStridedBlocksAndInPlace, PolarBatchedMatchesTheKnownPolarFactor,

@@ -127,6 +127,12 @@ class Primitives {
   /// dst = src over n values; the ranges may overlap (memmove semantics).
   virtual void copy(const T* src, T* dst, index_t n) = 0;
   virtual void fill(T* dst, index_t n, T value) = 0;
+  /// dst = src widened to float64 (exactly), dst in the memory of float64() (the same device
+  /// and stream); equal shapes, any leading dimensions. For float64 primitives a copy.
+  virtual void to_float64(MatrixView<const T> src, MatrixView<double> dst) = 0;
+  /// dst = src (memory of float64()) rounded to T, to nearest; equal shapes, any leading
+  /// dimensions. For float64 primitives a copy.
+  virtual void from_float64(MatrixView<const double> src, MatrixView<T> dst) = 0;
   /// Waits for queued work (no-op on the CPU); used before reading clocks.
   virtual void synchronize() = 0;
 

@@ -8,7 +8,9 @@
 // float32 rank test fails is recomputed: M_i in float64 from the float32 A_i and Z, its polar
 // factor in float64, G_i rounded back to float32. Only when the float64 test fails too is the
 // user rank deficient. Written on the primitives, so every backend with float64 primitives
-// does the same; the widening goes through the host, since it serves a few users per run.
+// does the same; the widening and the rounding back stay in backend memory (to_float64,
+// from_float64): at l = 950 every user is promoted, and a round trip through the host cost
+// two transfers of the whole stack each way.
 #include "core/promote.hpp"
 
 #include <algorithm>
@@ -22,28 +24,19 @@ namespace dcalign::core {
 Buffer<double> widen(Primitives<float>& p, StackView<const float> M,
                      const std::vector<index_t>& which) {
   Primitives<double>& q = *p.float64();
-  const index_t n = static_cast<index_t>(which.size()), per = M.rows() * M.cols();
-  const Buffer<float> packed = gather(p, M, which);
-  std::vector<float> host(static_cast<size_t>(n * per));
-  p.to_host(packed.data(), host.data(), n * per);
-  const std::vector<double> wide(host.begin(), host.end());
-  Buffer<double> out = q.allocate(n * per);
-  q.to_device(wide.data(), out.data(), n * per);
+  const index_t n = static_cast<index_t>(which.size()), r = M.rows(), k = M.cols();
+  const Buffer<float> packed = gather(p, M, which);  // n r x k matrices side by side
+  Buffer<double> out = q.allocate(n * r * k);
+  p.to_float64(MatrixView<const float>(packed.data(), r, n * k),
+               MatrixView<double>(out.data(), r, n * k));
   return out;
 }
 
 void narrow(Primitives<float>& p, const double* src, StackView<float> out,
             const std::vector<index_t>& which) {
-  Primitives<double>& q = *p.float64();
   const index_t r = out.rows(), k = out.cols(), per = r * k, n = static_cast<index_t>(which.size());
-  std::vector<double> host(static_cast<size_t>(n * per));
-  q.to_host(src, host.data(), n * per);
-  const std::vector<float> rounded(host.begin(), host.end());
-  Buffer<float> packed = p.allocate(n * per);
-  p.to_device(rounded.data(), packed.data(), n * per);
   for (index_t i = 0; i < n; ++i)
-    p.unvstack(MatrixView<const float>(packed.data() + i * per, r, k),
-               StackView<float>(out[which[i]].data(), 1, r, k, out.ld(), per));
+    p.from_float64(MatrixView<const double>(src + i * per, r, k), out[which[i]]);
 }
 
 namespace {

@@ -9,8 +9,8 @@
 namespace dcalign::core {
 
 /// The matrices `which` of a float32 stack (any layout, backend memory), widened to float64
-/// into new memory of p.float64(): contiguous, which.size() x (rows x cols). Goes through the
-/// host; it serves the rare users that need it, not whole batches.
+/// into new memory of p.float64(): contiguous, which.size() x (rows x cols). In backend memory
+/// (gather, to_float64), no transfer through the host.
 Buffer<double> widen(Primitives<float>& p, StackView<const float> M,
                      const std::vector<index_t>& which);
 

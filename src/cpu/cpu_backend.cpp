@@ -146,6 +146,26 @@ void CpuPrimitives<T>::fill(T* dst, index_t n, T value) {
   std::fill(dst, dst + n, value);
 }
 
+namespace {
+// dst = src converted to D (static_cast: exact widening, rounding to nearest when narrowing).
+template <typename S, typename D>
+void convert_matrix(MatrixView<const S> src, MatrixView<D> dst) {
+  if (src.rows() != dst.rows() || src.cols() != dst.cols())
+    throw InvalidInput("convert: shapes differ (internal error)");
+  for (index_t j = 0; j < src.cols(); ++j)
+    for (index_t i = 0; i < src.rows(); ++i) dst(i, j) = static_cast<D>(src(i, j));
+}
+}  // namespace
+
+template <typename T>
+void CpuPrimitives<T>::to_float64(MatrixView<const T> src, MatrixView<double> dst) {
+  convert_matrix(src, dst);
+}
+template <typename T>
+void CpuPrimitives<T>::from_float64(MatrixView<const double> src, MatrixView<T> dst) {
+  convert_matrix(src, dst);
+}
+
 template <typename T>
 void CpuPrimitives<T>::gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView<const T> B,
                             T beta, MatrixView<T> C) {

@@ -18,6 +18,8 @@ class CpuPrimitives final : public Primitives<T> {
   void to_device(const T* host, T* dst, index_t n) override;
   void to_host(const T* src, T* host, index_t n) override;
   void copy(const T* src, T* dst, index_t n) override;
+  void to_float64(MatrixView<const T> src, MatrixView<double> dst) override;
+  void from_float64(MatrixView<const double> src, MatrixView<T> dst) override;
   void fill(T* dst, index_t n, T value) override;
   void synchronize() override {}
 

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cuda/check.hpp"
 #include "cuda/library.hpp"
@@ -98,6 +99,25 @@ template <typename T>
 void fill(Context& ctx, T* dst, index_t n, T value) {
   kernels::fill(ctx.stream(), dst, n, value);
 }
+
+template <typename S, typename D>
+void convert(Context& ctx, MatrixView<const S> src, MatrixView<D> dst) {
+  if (src.rows() != dst.rows() || src.cols() != dst.cols())
+    throw InvalidInput("convert: shapes differ (internal error)");
+  if (src.rows() == 0 || src.cols() == 0) return;
+  to_int(src.rows(), "rows");
+  to_int(src.cols(), "columns");
+  if constexpr (std::is_same_v<S, D>) {
+    kernels::copy_matrices(ctx.stream(), 1, src.rows(), src.cols(), src.data(), src.ld(), 0,
+                           dst.data(), dst.ld(), 0);
+  } else {
+    kernels::convert_matrix(ctx.stream(), src.rows(), src.cols(), src.data(), src.ld(), dst.data(),
+                            dst.ld());
+  }
+}
+template void convert<float, double>(Context&, MatrixView<const float>, MatrixView<double>);
+template void convert<double, float>(Context&, MatrixView<const double>, MatrixView<float>);
+template void convert<double, double>(Context&, MatrixView<const double>, MatrixView<double>);
 
 // ---- BLAS level
 

@@ -24,6 +24,12 @@ class CudaPrimitives final : public Primitives<T> {
   void to_host(const T* src, T* host, index_t n) override { ops::to_host(use(), src, host, n); }
   void copy(const T* src, T* dst, index_t n) override { ops::copy(use(), src, dst, n); }
   void fill(T* dst, index_t n, T value) override { ops::fill(use(), dst, n, value); }
+  void to_float64(MatrixView<const T> src, MatrixView<double> dst) override {
+    ops::convert(use(), src, dst);
+  }
+  void from_float64(MatrixView<const double> src, MatrixView<T> dst) override {
+    ops::convert(use(), src, dst);
+  }
   void synchronize() override { use().sync(); }
 
   void gemm(Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,

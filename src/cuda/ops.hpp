@@ -23,6 +23,9 @@ template <typename T>
 void copy(Context& ctx, const T* src, T* dst, index_t n);
 template <typename T>
 void fill(Context& ctx, T* dst, index_t n, T value);
+/// dst = src converted to D (float <-> double, or a copy), equal shapes, any leading dimensions.
+template <typename S, typename D>
+void convert(Context& ctx, MatrixView<const S> src, MatrixView<D> dst);
 template <typename T>
 void gemm(Context& ctx, Op ta, Op tb, T alpha, MatrixView<const T> A, MatrixView<const T> B, T beta,
           MatrixView<T> C);
