@@ -212,8 +212,11 @@ DCALIGN_HD inline void schulz_phase(Block& b, T* X, T* D, T* out, int n, int ste
   for (int step = 0; step < steps; ++step) {
     b.sync();
     b.for_each_2d(n, n, [&](int i, int j) {
-      double g = 0;  // (X^T X)(i, j)
-      for (int r = 0; r < n; ++r)
+      // (X^T X)(i, j), the sum started at row i: the CUDA block's lanes hold consecutive i, and
+      // reading row r of columns i, i + 1, ... would put every lane in one shared-memory bank
+      // when n is a multiple of 32; rows r + i spread them (the same order on every backend).
+      double g = 0;
+      for (int t = 0, r = i; t < n; ++t, r = r + 1 < n ? r + 1 : 0)
         g += static_cast<double>(X[r + i * n]) * static_cast<double>(X[r + j * n]);
       D[i + j * n] = static_cast<T>(((i == j) ? 0.5 : 0.0) - 0.5 * g);
     });
