@@ -112,7 +112,8 @@ template <typename T>
 std::size_t polar_fused_shared_bytes(index_t n);
 /// polar::newton_phase (base/polar_block.hpp) on every matrix, one block each with X_k and its
 /// inverse in shared memory: up to max_steps Newton steps per matrix with no host exchange;
-/// atomically adds the number of matrices still active afterwards to *active (zeroed before).
+/// atomically adds the number of matrices still active afterwards to *active (zeroed before;
+/// active may be null: no count).
 /// With G (contiguous n x n matrices), each block then runs its polish (polar::schulz_phase,
 /// polar::polish_steps of its state) into G_k and leaves X_k as it was; without, X_k receives
 /// the Newton phase's iterate. Returns the error of raising the kernel's shared-memory limit

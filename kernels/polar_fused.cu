@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     for (int e = threadIdx.x; e < per; e += kThreads) xg[e] = x[e];
   }
-  if (threadIdx.x == 0 && still) atomicAdd(active, 1);
+  if (threadIdx.x == 0 && still && active) atomicAdd(active, 1);
 }
 
 }  // namespace

@@ -90,25 +90,23 @@ index_t polar_newton_step(Context& ctx, StackView<T> X, StackView<const T> Y, T*
 
 namespace {
 
-// Queues the fused kernel on a non-empty batch (with the polish into G when G is given) and
-// returns its count of active matrices in device memory, or nullptr (nothing queued) where the
-// kernel does not take n x n matrices on this device: n within fused_polar_limit and its shared
-// memory within what one block may have (opt-in).
+// Queues the fused kernel on a non-empty batch (with the polish into G when G is given; the
+// count of still active matrices into *active, zeroed first, when active is given): false,
+// nothing queued, where the kernel does not take n x n matrices on this device (n within
+// fused_polar_limit and its shared memory within what one block may have, opt-in).
 template <typename T>
-int* launch_fused(Context& ctx, StackView<T> X, T* state, int max_steps, double tolerance, T* G) {
+bool launch_fused(Context& ctx, StackView<T> X, T* state, int max_steps, double tolerance,
+                  int* active, T* G) {
   const index_t count = X.count(), n = X.rows();
-  if (n > fused_polar_limit<T>()) return nullptr;
+  if (n > fused_polar_limit<T>()) return false;
   int optin = 0;
   DCALIGN_CUDA(
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device()));
-  if (kernels::polar_fused_shared_bytes<T>(n) > static_cast<std::size_t>(optin)) return nullptr;
+  if (kernels::polar_fused_shared_bytes<T>(n) > static_cast<std::size_t>(optin)) return false;
   to_int(count, "batch count");  // one block per matrix
-  int* active = static_cast<int*>(ctx.workspace(Context::kResults, sizeof(int)));
-  DCALIGN_CUDA(cudaMemsetAsync(active, 0, sizeof(int), ctx.stream()));
-  if (kernels::polar_newton_fused(ctx.stream(), count, n, X.data(), state, max_steps, tolerance,
-                                  active, G) != cudaSuccess)
-    return nullptr;
-  return active;
+  if (active) DCALIGN_CUDA(cudaMemsetAsync(active, 0, sizeof(int), ctx.stream()));
+  return kernels::polar_newton_fused(ctx.stream(), count, n, X.data(), state, max_steps, tolerance,
+                                     active, G) == cudaSuccess;
 }
 
 }  // namespace
@@ -120,10 +118,10 @@ index_t polar_newton_steps(Context& ctx, StackView<T> X, StackView<T> Y, T* stat
   require_square_stack(X, count, n, "polar_newton_steps");
   require_square_stack(Y, count, n, "polar_newton_steps");
   if (count == 0 || n == 0) return 0;
-  const int* active = launch_fused<T>(ctx, X, state, max_steps, tolerance, nullptr);
-  if (!active) return -1;
+  int* active = static_cast<int*>(ctx.workspace(Context::kResults, sizeof(int)));
+  if (!launch_fused<T>(ctx, X, state, max_steps, tolerance, active, nullptr)) return -1;
   int host = 0;
-  download(ctx, active, &host, 1);  // the whole phase's only sync
+  download(ctx, static_cast<const int*>(active), &host, 1);  // the whole phase's only sync
   return host;
 }
 
@@ -134,9 +132,9 @@ bool polar_newton_polish(Context& ctx, StackView<T> X, StackView<T> G, T* state,
   require_square_stack(X, count, n, "polar_newton_polish");
   require_square_stack(G, count, n, "polar_newton_polish");
   if (count == 0 || n == 0) return true;
-  // The kernel still counts the active matrices; nobody reads the count here (the caller reads
-  // the states once, which say the same), so nothing waits for the kernel.
-  return launch_fused<T>(ctx, X, state, max_steps, tolerance, G.data()) != nullptr;
+  // No count of active matrices: the caller reads the states once, which say the same, so
+  // nothing waits for the kernel and nothing is zeroed before it.
+  return launch_fused<T>(ctx, X, state, max_steps, tolerance, nullptr, G.data());
 }
 
 template <typename T>
