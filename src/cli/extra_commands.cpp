@@ -21,7 +21,6 @@
 namespace dcalign::cli {
 namespace {
 
-#if defined(DCALIGN_HAVE_EXPERIMENT) || defined(DCALIGN_HAVE_SERVICE)
 // The directory of the running executable (not of argv[0], which may be a name on $PATH).
 std::filesystem::path own_directory(const char* argv0) {
   std::error_code ec;
@@ -29,9 +28,9 @@ std::filesystem::path own_directory(const char* argv0) {
   if (!ec) return self.parent_path();
   return std::filesystem::absolute(argv0, ec).parent_path();
 }
-#endif
 
-// The command that runs in another executable, and that executable's name.
+// The command that runs in another executable, and that executable's name (the last entry, a
+// null name, keeps the table non-empty in a build with neither).
 struct Forwarded {
   std::string_view command;
   const char* executable;
@@ -53,7 +52,6 @@ bool forward_extra_command(int argc, char** argv, int& status) {
   if (argc < 2) return false;
   for (const Forwarded& f : kForwarded) {
     if (!f.executable || std::string_view(argv[1]) != f.command) continue;
-#if defined(DCALIGN_HAVE_EXPERIMENT) || defined(DCALIGN_HAVE_SERVICE)
     // argv is passed unchanged, so that usage and error messages read "dcalign <command>".
     const auto helper = own_directory(argv[0]) / f.executable;
     ::execv(helper.c_str(), argv);
@@ -62,15 +60,13 @@ bool forward_extra_command(int argc, char** argv, int& status) {
               << " installed next to dcalign\n";
     status = 1;
     return true;
-#endif
   }
-  (void)status;
   return false;
 }
 
 void add_extra_commands(CLI::App& app) {
   // Listed for `dcalign --help`; forward_extra_command() runs them before parsing.
-  auto listed = [&app](const char* name, const char* description) {
+  [[maybe_unused]] auto listed = [&app](const char* name, const char* description) {
     app.add_subcommand(name, description)->allow_extras()->callback([name] {
       throw InvalidInput(std::string("`") + name + "` must be the first argument of dcalign");
     });
@@ -90,7 +86,6 @@ void add_extra_commands(CLI::App& app) {
             "missing when it was configured)");
       });
 #endif
-  (void)listed;
 }
 
 }  // namespace dcalign::cli
