@@ -8,7 +8,8 @@
 # Usage: scripts/gpu-check.sh [OUTDIR] [options]
 #   OUTDIR                 default: $OUT if set, else ./gpu-check-out. Receives at most 8 files:
 #                          summary.md, build.log, ctest.log, sanitizer.log, gpu_bench.json,
-#                          torch_peer.json, env.txt, training.log (--training)
+#                          torch_peer.json, env.txt, and training.log (--training) or
+#                          gpu_probe.json (--probe)
 #   --full                 the long benchmark (4 methods, float32 and float64, 20
 #                          repetitions) instead of the short one, for a 10-minute window
 #                          (budget 560 s)
@@ -21,6 +22,10 @@
 #                          train_aligned and the synthetic default experiment, each with
 #                          --device cuda and --device cpu, and Table 7's MNIST layout for 2
 #                          trials both ways where $DCALIGN_DATA holds MNIST (training.log)
+#   --probe                also build and run bench/gpu_probe (the cuBLAS/cuSOLVER routes of
+#                          issue 30's open goals timed on their own) into gpu_probe.json, after
+#                          the peer, for at most --probe-seconds (default 60); not with
+#                          --training (the window returns at most 8 files)
 #   --no-cuda              configure with -DDCALIGN_CUDA=OFF (to test the plumbing on a machine
 #                          whose CUDA backend does not compile)
 #   --budget SECONDS       wall-clock budget of the whole script (default 290, 560 with --full);
@@ -33,7 +38,7 @@
 #   --bench-args "..."     extra arguments for gpu_bench (after the defaults, so they win)
 #   --peer-args "..."      extra arguments for bench/torch_peer.py
 #   --skip STEPS           comma-separated steps not to run: tests, sanitizer, bench, peer
-#   --sanitizer-seconds N, --bench-seconds N, --peer-seconds N
+#   --sanitizer-seconds N, --bench-seconds N, --peer-seconds N, --probe-seconds N
 #                          the most each of these steps may take (defaults 90, 50, 50; with
 #                          --full 90, 200, 150; each also gets no more than what the budget
 #                          leaves after reserving time for the steps after it)
@@ -62,6 +67,8 @@ ARGS="$*"
 OUTDIR=""
 WITH_LEARN=0
 TRAINING=0
+PROBE=0
+PROBE_SECONDS=60
 CUDA=ON
 FULL=0
 CONFIGURE_ONLY=0
@@ -89,6 +96,8 @@ while (($#)); do
     --configure-only) CONFIGURE_ONLY=1 ;;
     --with-learn) WITH_LEARN=1 ;;
     --training) TRAINING=1 WITH_LEARN=1 ;;
+    --probe) PROBE=1 ;;
+    --probe-seconds) PROBE_SECONDS=$2; shift ;;
     --no-cuda) CUDA=OFF ;;
     --budget) BUDGET=$2; shift ;;
     --series-cap) SERIES_CAP=$2; shift ;;
@@ -115,6 +124,10 @@ while (($#)); do
   esac
   shift
 done
+if [[ $PROBE -eq 1 && $TRAINING -eq 1 ]]; then
+  echo "gpu-check: --probe and --training together would write 9 files; a GPU window returns 8: run them in two calls" >&2
+  exit 2
+fi
 if [[ $FULL -eq 1 ]]; then
   BUDGET=${BUDGET:-560} SERIES_CAP=${SERIES_CAP:-5}
   BENCH_SECONDS=${BENCH_SECONDS:-200} PEER_SECONDS=${PEER_SECONDS:-150}
@@ -134,10 +147,12 @@ BENCH_JSON=$OUTDIR/gpu_bench.json
 PEER_JSON=$OUTDIR/torch_peer.json
 ENV_TXT=$OUTDIR/env.txt
 TRAIN_LOG=$OUTDIR/training.log
+PROBE_JSON=$OUTDIR/gpu_probe.json
+PROBE_OUT=$BUILD/gpu_probe.console
 BENCH_OUT=$BUILD/gpu_bench.console
 PEER_OUT=$BUILD/torch_peer.console
 rm -f "$SUMMARY" "$BUILD_LOG" "$CTEST_LOG" "$SAN_LOG" "$BENCH_JSON" "$PEER_JSON" "$ENV_TXT" \
-  "$TRAIN_LOG" "$BENCH_OUT" "$PEER_OUT"
+  "$TRAIN_LOG" "$BENCH_OUT" "$PEER_OUT" "$PROBE_JSON" "$PROBE_OUT"
 : >"$BUILD_LOG"
 : >"$ENV_TXT"
 
@@ -517,7 +532,7 @@ write_summary() {
     echo "scripts/gpu-check.sh $ARGS   # in $ROOT, OUTDIR $OUTDIR"
     for c in "${COMMANDS[@]}"; do echo "$c"; done
     echo '```'
-    for f in "$BENCH_OUT" "$PEER_OUT"; do
+    for f in "$BENCH_OUT" "$PEER_OUT" "$PROBE_OUT"; do
       [[ -f $f ]] || continue
       echo
       echo "<details><summary>$(basename "$f" .console) console output (last 120 lines)</summary>"
@@ -530,7 +545,7 @@ write_summary() {
     echo
     echo "Files: summary.md, env.txt (versions, unpacked packages, CMake cache paths, ldd), build.log$(
       [[ $CONFIGURE_ONLY -eq 1 ]] || echo ", ctest.log, sanitizer.log, gpu_bench.json, torch_peer.json")$(
-      [[ $TRAINING -eq 1 ]] && echo ", training.log")."
+      [[ $TRAINING -eq 1 ]] && echo ", training.log")$([[ $PROBE -eq 1 ]] && echo ", gpu_probe.json")."
   } >"$SUMMARY"
   say "summary: $SUMMARY"
   for s in "${STEPS[@]}"; do printf '  %-10s %-11s %s\n' "$s" "${STATUS[$s]}" "$(echo "${NOTE[$s]}" | cut -c1-160)"; done
@@ -560,6 +575,7 @@ build() {
   local targets="" all secs rc t want=(dcalign test_cuda test_cuda_conformance gpu_bench) missing=""
   [[ $WITH_LEARN -eq 1 ]] && want+=(dcalign_learn dcalign_torch)
   [[ $TRAINING -eq 1 ]] && want+=(dcalign_experiment_cli train_aligned)
+  [[ $PROBE -eq 1 ]] && want+=(gpu_probe)
   all=$(ninja -C "$BUILD" -t targets all 2>/dev/null | sed -n 's/^\([A-Za-z0-9_]*\): phony$/\1/p')
   for t in "${want[@]}"; do
     if grep -qx "$t" <<<"$all"; then targets+="$t "; else missing+=" $t"; fi
@@ -903,6 +919,38 @@ elif [[ -n $PYTHON ]] && ! skipped peer; then
   record peer skipped "no usable GPU: $GPU_REASON; torch_peer.py (exit $?): $(tail -1 "$PEER_OUT" | cut -c1-300)"
 else
   record peer skipped "no usable GPU: $GPU_REASON"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 7a. The probe (--probe): cuBLAS/cuSOLVER routes on their own, for issue 30's open goals
+
+run_probe() {
+  local bin=$BUILD/bench/gpu_probe secs rc
+  if [[ ! -x $bin ]]; then
+    record probe FAIL "gpu_probe was not built (build.log)"
+    return
+  fi
+  secs=$(allot "$PROBE_SECONDS" 25)
+  if ((secs < 20)); then
+    record probe skipped "too little time left ($(remaining) s)"
+    return
+  fi
+  local cmd=("$bin" --max-seconds-total $((secs - 10)) --json "$PROBE_JSON")
+  cmd_note "$(printf '%q ' "${cmd[@]}")"
+  echo "=== $(printf '%q ' "${cmd[@]}") ($secs s at most)" >"$PROBE_OUT"
+  limited "$secs" "${cmd[@]}" >>"$PROBE_OUT" 2>&1
+  rc=$?
+  case $rc in
+    0) record probe ok "$(grep -c '"case"' "$PROBE_OUT") cases (gpu_probe.json)" ;;
+    3) record probe FAIL "$(grep -m1 'no usable GPU' "$PROBE_OUT" | cut -c1-300)" ;;
+    124 | 137) record probe incomplete "stopped at the time cap ($secs s); gpu_probe.json has the cases so far" ;;
+    *) record probe FAIL "exit $rc; cases with an error are marked in gpu_probe.json" ;;
+  esac
+}
+if [[ $PROBE -eq 1 && $GPU_OK -eq 1 ]]; then
+  run_probe
+elif [[ $PROBE -eq 1 ]]; then
+  record probe skipped "no usable GPU: $GPU_REASON"
 fi
 
 # ---------------------------------------------------------------------------------------------
