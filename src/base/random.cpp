@@ -1,10 +1,59 @@
 #include "dcalign/random.hpp"
 
+#include <cmath>
+#include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "base/host_blas.hpp"
 
 namespace dcalign {
+
+namespace {
+/// r cos t and r sin t of one Box-Muller pair, as Rng::normal() forms them.
+inline void box_muller(double u1, double u2, double& first, double& second) {
+  const double r = std::sqrt(-2.0 * std::log(u1));
+  const double t = 6.283185307179586476925286766559 * u2;
+  first = r * std::cos(t);
+  second = r * std::sin(t);
+}
+}  // namespace
+
+void Rng::fill_normal(double* out, std::size_t count) {
+  std::size_t k = 0;
+  if (count > 0 && has_spare_) {
+    out[k++] = spare_;
+    has_spare_ = false;
+  }
+  // Pass 1, in order: each pair's uniforms (u1 redrawn while 0, as in normal()) in place of
+  // the two values it becomes; an odd remainder's last pair is kept aside, its second value
+  // being the spare.
+  const std::size_t whole = (count - k) / 2;
+  double* pairs = out + k;
+  for (std::size_t p = 0; p < whole; ++p) {
+    double u1 = 0.0;
+    do u1 = uniform();
+    while (u1 <= 0.0);
+    pairs[2 * p] = u1;
+    pairs[2 * p + 1] = uniform();
+  }
+  const bool odd = (count - k) % 2 == 1;
+  double last_u1 = 0.0, last_u2 = 0.0;
+  if (odd) {
+    do last_u1 = uniform();
+    while (last_u1 <= 0.0);
+    last_u2 = uniform();
+  }
+  // Pass 2: the transforms, independent of each other.
+  const auto n = static_cast<std::ptrdiff_t>(whole);
+#pragma omp parallel for schedule(static) if (n >= (std::ptrdiff_t(1) << 14))
+  for (std::ptrdiff_t p = 0; p < n; ++p)
+    box_muller(pairs[2 * p], pairs[2 * p + 1], pairs[2 * p], pairs[2 * p + 1]);
+  if (odd) {
+    box_muller(last_u1, last_u2, out[count - 1], spare_);
+    has_spare_ = true;
+  }
+}
 
 template <typename T>
 Matrix<T> random_uniform(index_t rows, index_t cols, Rng& rng) {
@@ -16,7 +65,14 @@ Matrix<T> random_uniform(index_t rows, index_t cols, Rng& rng) {
 template <typename T>
 Matrix<T> random_normal(index_t rows, index_t cols, Rng& rng) {
   Matrix<T> m(rows, cols);
-  for (index_t i = 0; i < m.size(); ++i) m.data()[i] = static_cast<T>(rng.normal());
+  const auto count = static_cast<std::size_t>(m.size());
+  if constexpr (std::is_same_v<T, double>) {
+    rng.fill_normal(m.data(), count);
+  } else {
+    std::vector<double> v(count);
+    rng.fill_normal(v.data(), count);
+    for (std::size_t i = 0; i < count; ++i) m.data()[i] = static_cast<T>(v[i]);
+  }
   return m;
 }
 

@@ -399,8 +399,7 @@ void CpuPrimitives<T>::svd_topk(MatrixView<const T> W, index_t k, const SvdOptio
   // Randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4): Y = W Omega, then q
   // power iterations Y = W (W^T Q), each followed by re-orthonormalisation for stability.
   Rng rng(opts.seed);
-  std::vector<T> omega(static_cast<size_t>(n) * width);
-  for (auto& v : omega) v = static_cast<T>(rng.normal());
+  const Matrix<T> omega = random_normal<T>(n, width, rng);
   std::vector<T> q(static_cast<size_t>(m) * width), z(static_cast<size_t>(n) * width);
   MatrixView<T> Q(q.data(), m, width), Z(z.data(), n, width);
   gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(omega.data(), n, width), T(0), Q);
