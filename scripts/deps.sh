@@ -54,7 +54,8 @@ python3-pip           tool
 @cuda-toolkit         machine  CUDAToolkit DCALIGN_NCCL_INCLUDE_DIR DCALIGN_NCCL_LIBRARY
 # OpenBLAS (pthreads, the first alternative of libopenblas-dev) gives BLAS, CBLAS and LAPACK
 libopenblas-dev       lib      BLAS LAPACK CBLAS_INCLUDE_DIR
-liblapacke-dev        lib      LAPACKE_LIBRARY LAPACKE_INCLUDE_DIR
+# lapack.h, the C declarations of LAPACK, for the library; libLAPACKE itself only for bm_polar_paths
+liblapacke-dev        lib      LAPACKE_INCLUDE_DIR DCALIGN_BENCH_LAPACKE_LIBRARY
 nlohmann-json3-dev    lib      nlohmann_json
 libcli11-dev          lib      CLI11
 zlib1g-dev            lib      ZLIB

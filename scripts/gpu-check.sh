@@ -383,7 +383,6 @@ CMAKE_ARGS=(
   -DLAPACK_openblas_LIBRARY="$L/openblas-pthread/libopenblas.so"
   -DBLAS_LIBRARIES="$L/openblas-pthread/libopenblas.so"
   -DLAPACK_LIBRARIES="$L/openblas-pthread/libopenblas.so"
-  -DLAPACKE_LIBRARY="$L/liblapacke.so"
   -DLAPACKE_INCLUDE_DIR="$I"
   -DCBLAS_INCLUDE_DIR="$I/x86_64-linux-gnu/openblas-pthread"
   -DGTest_DIR="$L/cmake/GTest"
@@ -407,7 +406,7 @@ CMAKE_ARGS=(
 mapfile -t -O "${#CMAKE_ARGS[@]}" CMAKE_ARGS < <(bash scripts/deps.sh cmake-off)
 [[ -n $NVCC ]] && CMAKE_ARGS+=(-DCMAKE_CUDA_COMPILER="$NVCC")
 # Keys whose cached value must lie inside the prefix.
-CHECK_KEYS=(BLAS_openblas_LIBRARY LAPACK_openblas_LIBRARY LAPACKE_LIBRARY LAPACKE_INCLUDE_DIR
+CHECK_KEYS=(BLAS_openblas_LIBRARY LAPACK_openblas_LIBRARY LAPACKE_INCLUDE_DIR
   CBLAS_INCLUDE_DIR GTest_DIR nlohmann_json_DIR CLI11_DIR ZLIB_INCLUDE_DIR ZLIB_LIBRARY
   OPENSSL_INCLUDE_DIR OPENSSL_CRYPTO_LIBRARY OPENSSL_SSL_LIBRARY LBFGS_LIBRARY LBFGS_INCLUDE_DIR
   Boost_DIR boost_headers_DIR)

@@ -2,9 +2,13 @@
 // Overloads that map float/double onto the s/d BLAS and LAPACK routines, so the CPU backend is
 // written once as a template. Column-major throughout. LAPACK errors become exceptions here.
 #include <cblas.h>
-#include <lapacke.h>
+#include <lapack.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "dcalign/error.hpp"
 
@@ -67,68 +71,87 @@ inline void trsm(Triangle t, lapack_int m, lapack_int n, const double* T, lapack
               t.trans ? CblasTrans : CblasNoTrans, CblasNonUnit, m, n, 1.0, T, ldt, B, ldb);
 }
 
+// The LAPACK routines through LAPACK's own C declarations (lapack.h, which passes Fortran's
+// hidden string lengths), not LAPACKE: libopenblas holds LAPACK, and loading liblapacke with the
+// liblapack and libtmglib it pulls in cost 3.5-4 ms of every process start (2-core Zen, AVX2;
+// bench/results/issue27/README.md). Column-major throughout; each returns LAPACK's info.
+#define DCALIGN_LAPACK_CALL(routine, ...) \
+  [&] {                                   \
+    lapack_int info_ = 0;                 \
+    routine(__VA_ARGS__, &info_);         \
+    return info_;                         \
+  }()
+
 // gesdd with jobz = 'S' (thin U and V^T). `work`/`iwork` are caller-provided; a query with
 // lwork = -1 returns the optimal size in work[0].
 inline lapack_int gesdd(lapack_int m, lapack_int n, float* A, lapack_int lda, float* s, float* U,
                         lapack_int ldu, float* VT, lapack_int ldvt, float* work, lapack_int lwork,
                         lapack_int* iwork) {
-  return LAPACKE_sgesdd_work(LAPACK_COL_MAJOR, 'S', m, n, A, lda, s, U, ldu, VT, ldvt, work, lwork,
-                             iwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_sgesdd, "S", &m, &n, A, &lda, s, U, &ldu, VT, &ldvt, work,
+                             &lwork, iwork);
 }
 inline lapack_int gesdd(lapack_int m, lapack_int n, double* A, lapack_int lda, double* s, double* U,
                         lapack_int ldu, double* VT, lapack_int ldvt, double* work, lapack_int lwork,
                         lapack_int* iwork) {
-  return LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'S', m, n, A, lda, s, U, ldu, VT, ldvt, work, lwork,
-                             iwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_dgesdd, "S", &m, &n, A, &lda, s, U, &ldu, VT, &ldvt, work,
+                             &lwork, iwork);
 }
 
 inline lapack_int geqrf(lapack_int m, lapack_int n, float* A, lapack_int lda, float* tau,
                         float* work, lapack_int lwork) {
-  return LAPACKE_sgeqrf_work(LAPACK_COL_MAJOR, m, n, A, lda, tau, work, lwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_sgeqrf, &m, &n, A, &lda, tau, work, &lwork);
 }
 inline lapack_int geqrf(lapack_int m, lapack_int n, double* A, lapack_int lda, double* tau,
                         double* work, lapack_int lwork) {
-  return LAPACKE_dgeqrf_work(LAPACK_COL_MAJOR, m, n, A, lda, tau, work, lwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_dgeqrf, &m, &n, A, &lda, tau, work, &lwork);
 }
 inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, float* A, lapack_int lda,
                         const float* tau, float* work, lapack_int lwork) {
-  return LAPACKE_sorgqr_work(LAPACK_COL_MAJOR, m, n, k, A, lda, tau, work, lwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_sorgqr, &m, &n, &k, A, &lda, tau, work, &lwork);
 }
 inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* A, lapack_int lda,
                         const double* tau, double* work, lapack_int lwork) {
-  return LAPACKE_dorgqr_work(LAPACK_COL_MAJOR, m, n, k, A, lda, tau, work, lwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_dorgqr, &m, &n, &k, A, &lda, tau, work, &lwork);
 }
 
 // LU with partial pivoting and the inverse from it (the batched polar iteration's inverse).
 inline lapack_int getrf(lapack_int n, float* A, lapack_int lda, lapack_int* ipiv) {
-  return LAPACKE_sgetrf_work(LAPACK_COL_MAJOR, n, n, A, lda, ipiv);
+  return DCALIGN_LAPACK_CALL(LAPACK_sgetrf, &n, &n, A, &lda, ipiv);
 }
 inline lapack_int getrf(lapack_int n, double* A, lapack_int lda, lapack_int* ipiv) {
-  return LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, A, lda, ipiv);
+  return DCALIGN_LAPACK_CALL(LAPACK_dgetrf, &n, &n, A, &lda, ipiv);
 }
 inline lapack_int getri(lapack_int n, float* A, lapack_int lda, const lapack_int* ipiv, float* work,
                         lapack_int lwork) {
-  return LAPACKE_sgetri_work(LAPACK_COL_MAJOR, n, A, lda, ipiv, work, lwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_sgetri, &n, A, &lda, ipiv, work, &lwork);
 }
 inline lapack_int getri(lapack_int n, double* A, lapack_int lda, const lapack_int* ipiv,
                         double* work, lapack_int lwork) {
-  return LAPACKE_dgetri_work(LAPACK_COL_MAJOR, n, A, lda, ipiv, work, lwork);
+  return DCALIGN_LAPACK_CALL(LAPACK_dgetri, &n, A, &lda, ipiv, work, &lwork);
 }
+
+// The safe minimum of the precision (LAPACK's lamch('S')).
+inline float safe_minimum(float) { return LAPACK_slamch("S"); }
+inline double safe_minimum(double) { return LAPACK_dlamch("S"); }
 
 // sygvx: itype 1 (A x = lambda B x), eigenvectors, eigenvalues il..iu (1-based), lower triangle.
 inline lapack_int sygvx(lapack_int n, float* A, lapack_int lda, float* B, lapack_int ldb,
                         lapack_int il, lapack_int iu, lapack_int* m, float* w, float* Z,
                         lapack_int ldz, float* work, lapack_int lwork, lapack_int* iwork,
                         lapack_int* ifail) {
-  return LAPACKE_ssygvx_work(LAPACK_COL_MAJOR, 1, 'V', 'I', 'L', n, A, lda, B, ldb, 0.0f, 0.0f, il,
-                             iu, 2 * LAPACKE_slamch('S'), m, w, Z, ldz, work, lwork, iwork, ifail);
+  const lapack_int itype = 1;
+  const float zero = 0.0f, abstol = 2 * safe_minimum(0.0f);
+  return DCALIGN_LAPACK_CALL(LAPACK_ssygvx, &itype, "V", "I", "L", &n, A, &lda, B, &ldb, &zero,
+                             &zero, &il, &iu, &abstol, m, w, Z, &ldz, work, &lwork, iwork, ifail);
 }
 inline lapack_int sygvx(lapack_int n, double* A, lapack_int lda, double* B, lapack_int ldb,
                         lapack_int il, lapack_int iu, lapack_int* m, double* w, double* Z,
                         lapack_int ldz, double* work, lapack_int lwork, lapack_int* iwork,
                         lapack_int* ifail) {
-  return LAPACKE_dsygvx_work(LAPACK_COL_MAJOR, 1, 'V', 'I', 'L', n, A, lda, B, ldb, 0.0, 0.0, il,
-                             iu, 2 * LAPACKE_dlamch('S'), m, w, Z, ldz, work, lwork, iwork, ifail);
+  const lapack_int itype = 1;
+  const double zero = 0.0, abstol = 2 * safe_minimum(0.0);
+  return DCALIGN_LAPACK_CALL(LAPACK_dsygvx, &itype, "V", "I", "L", &n, A, &lda, B, &ldb, &zero,
+                             &zero, &il, &iu, &abstol, m, w, Z, &ldz, work, &lwork, iwork, ifail);
 }
 
 // syevr: eigenvectors of the eigenvalues il..iu (1-based, ascending) of a symmetric matrix,
@@ -136,31 +159,123 @@ inline lapack_int sygvx(lapack_int n, double* A, lapack_int lda, double* B, lapa
 inline lapack_int syevr(lapack_int n, float* A, lapack_int lda, lapack_int il, lapack_int iu,
                         lapack_int* m, float* w, float* Z, lapack_int ldz, lapack_int* isuppz,
                         float* work, lapack_int lwork, lapack_int* iwork, lapack_int liwork) {
-  return LAPACKE_ssyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'L', n, A, lda, 0.0f, 0.0f, il, iu,
-                             LAPACKE_slamch('S'), m, w, Z, ldz, isuppz, work, lwork, iwork, liwork);
+  const float zero = 0.0f, abstol = safe_minimum(0.0f);
+  return DCALIGN_LAPACK_CALL(LAPACK_ssyevr, "V", "I", "L", &n, A, &lda, &zero, &zero, &il, &iu,
+                             &abstol, m, w, Z, &ldz, isuppz, work, &lwork, iwork, &liwork);
 }
 inline lapack_int syevr(lapack_int n, double* A, lapack_int lda, lapack_int il, lapack_int iu,
                         lapack_int* m, double* w, double* Z, lapack_int ldz, lapack_int* isuppz,
                         double* work, lapack_int lwork, lapack_int* iwork, lapack_int liwork) {
-  return LAPACKE_dsyevr_work(LAPACK_COL_MAJOR, 'V', 'I', 'L', n, A, lda, 0.0, 0.0, il, iu,
-                             LAPACKE_dlamch('S'), m, w, Z, ldz, isuppz, work, lwork, iwork, liwork);
+  const double zero = 0.0, abstol = safe_minimum(0.0);
+  return DCALIGN_LAPACK_CALL(LAPACK_dsyevr, "V", "I", "L", &n, A, &lda, &zero, &zero, &il, &iu,
+                             &abstol, m, w, Z, &ldz, isuppz, work, &lwork, iwork, &liwork);
 }
 
 // Cholesky B = L L^T (lower) and the reduction A <- L^{-1} A L^{-T} (sygst itype 1, lower).
 inline lapack_int potrf_lower(lapack_int n, float* A, lapack_int lda) {
-  return LAPACKE_spotrf_work(LAPACK_COL_MAJOR, 'L', n, A, lda);
+  return DCALIGN_LAPACK_CALL(LAPACK_spotrf, "L", &n, A, &lda);
 }
 inline lapack_int potrf_lower(lapack_int n, double* A, lapack_int lda) {
-  return LAPACKE_dpotrf_work(LAPACK_COL_MAJOR, 'L', n, A, lda);
+  return DCALIGN_LAPACK_CALL(LAPACK_dpotrf, "L", &n, A, &lda);
 }
 inline lapack_int sygst_lower(lapack_int n, float* A, lapack_int lda, const float* B,
                               lapack_int ldb) {
-  return LAPACKE_ssygst_work(LAPACK_COL_MAJOR, 1, 'L', n, A, lda, B, ldb);
+  const lapack_int itype = 1;
+  return DCALIGN_LAPACK_CALL(LAPACK_ssygst, &itype, "L", &n, A, &lda, B, &ldb);
 }
 inline lapack_int sygst_lower(lapack_int n, double* A, lapack_int lda, const double* B,
                               lapack_int ldb) {
-  return LAPACKE_dsygst_work(LAPACK_COL_MAJOR, 1, 'L', n, A, lda, B, ldb);
+  const lapack_int itype = 1;
+  return DCALIGN_LAPACK_CALL(LAPACK_dsygst, &itype, "L", &n, A, &lda, B, &ldb);
 }
+
+// What LAPACKE's high-level calls did for the routines below: a workspace query, then the call;
+// and LAPACKE's refusal of NaN in the inputs (LAPACK's behaviour on NaN is unspecified), with the
+// same negative info (minus the position of the NaN argument in LAPACKE's list).
+template <typename T>
+bool any_nan(const T* A, lapack_int rows, lapack_int cols, lapack_int ld) {
+  for (lapack_int j = 0; j < cols; ++j)
+    for (lapack_int i = 0; i < rows; ++i)
+      if (A[i + static_cast<std::size_t>(j) * ld] != A[i + static_cast<std::size_t>(j) * ld])
+        return true;
+  return false;
+}
+
+// gesvd with jobu = 'N', jobvt = 'S': the singular values and the thin V^T of the m x n A
+// (overwritten); VT is min(m, n) x n.
+template <typename T>
+lapack_int gesvd_right(lapack_int m, lapack_int n, T* A, lapack_int lda, T* s, T* VT,
+                       lapack_int ldvt) {
+  if (any_nan(A, m, n, lda)) return -6;
+  T size = 0, unused = 0;
+  lapack_int lwork = -1, ldu = 1;
+  auto call = [&](T* work) {
+    if constexpr (std::is_same_v<T, float>)
+      return DCALIGN_LAPACK_CALL(LAPACK_sgesvd, "N", "S", &m, &n, A, &lda, s, &unused, &ldu, VT,
+                                 &ldvt, work, &lwork);
+    else
+      return DCALIGN_LAPACK_CALL(LAPACK_dgesvd, "N", "S", &m, &n, A, &lda, s, &unused, &ldu, VT,
+                                 &ldvt, work, &lwork);
+  };
+  if (const lapack_int info = call(&size); info != 0) return info;
+  std::vector<T> work(static_cast<std::size_t>(std::max<T>(size, T(1))));
+  lwork = static_cast<lapack_int>(work.size());
+  return call(work.data());
+}
+
+// geqrf and orgqr with their own workspace (the Haar draw's QR).
+inline lapack_int geqrf(lapack_int m, lapack_int n, double* A, lapack_int lda, double* tau) {
+  if (any_nan(A, m, n, lda)) return -4;
+  double size = 0;
+  if (const lapack_int info = geqrf(m, n, A, lda, tau, &size, -1); info != 0) return info;
+  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
+  return geqrf(m, n, A, lda, tau, work.data(), static_cast<lapack_int>(work.size()));
+}
+inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* A, lapack_int lda,
+                        const double* tau) {
+  if (any_nan(A, m, n, lda)) return -6;
+  double size = 0;
+  if (const lapack_int info = orgqr(m, n, k, A, lda, tau, &size, -1); info != 0) return info;
+  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
+  return orgqr(m, n, k, A, lda, tau, work.data(), static_cast<lapack_int>(work.size()));
+}
+
+// Minimum-norm least squares of A X = B (A m x n, B m x nrhs in place, ldb >= max(m, n)):
+// complete orthogonal factorisation with column pivoting (gelsy; jpvt in/out) or the SVD
+// (gelsd); singular values below rcond sigma_1 count as zero; the effective rank in *rank.
+inline lapack_int gelsy(lapack_int m, lapack_int n, lapack_int nrhs, double* A, lapack_int lda,
+                        double* B, lapack_int ldb, lapack_int* jpvt, double rcond,
+                        lapack_int* rank) {
+  if (any_nan(A, m, n, lda)) return -6;
+  if (any_nan(B, std::max(m, n), nrhs, ldb)) return -8;
+  if (rcond != rcond) return -10;
+  double size = 0;
+  lapack_int lwork = -1;
+  lapack_int info = DCALIGN_LAPACK_CALL(LAPACK_dgelsy, &m, &n, &nrhs, A, &lda, B, &ldb, jpvt,
+                                        &rcond, rank, &size, &lwork);
+  if (info != 0) return info;
+  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
+  lwork = static_cast<lapack_int>(work.size());
+  return DCALIGN_LAPACK_CALL(LAPACK_dgelsy, &m, &n, &nrhs, A, &lda, B, &ldb, jpvt, &rcond, rank,
+                             work.data(), &lwork);
+}
+inline lapack_int gelsd(lapack_int m, lapack_int n, lapack_int nrhs, double* A, lapack_int lda,
+                        double* B, lapack_int ldb, double* s, double rcond, lapack_int* rank) {
+  if (any_nan(A, m, n, lda)) return -6;
+  if (any_nan(B, std::max(m, n), nrhs, ldb)) return -8;
+  if (rcond != rcond) return -10;
+  double size = 0;
+  lapack_int lwork = -1, isize = 0;
+  lapack_int info = DCALIGN_LAPACK_CALL(LAPACK_dgelsd, &m, &n, &nrhs, A, &lda, B, &ldb, s, &rcond,
+                                        rank, &size, &lwork, &isize);
+  if (info != 0) return info;
+  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
+  std::vector<lapack_int> iwork(static_cast<std::size_t>(std::max<lapack_int>(isize, 1)));
+  lwork = static_cast<lapack_int>(work.size());
+  return DCALIGN_LAPACK_CALL(LAPACK_dgelsd, &m, &n, &nrhs, A, &lda, B, &ldb, s, &rcond, rank,
+                             work.data(), &lwork, iwork.data());
+}
+
 /// Sets OpenBLAS to `n` threads for the lifetime of the guard. Used around loops that run many
 /// small LAPACK calls in parallel over users, where BLAS-level threads would oversubscribe.
 /// Writes OpenBLAS's setting only when it differs, so that guards nested inside a parallel

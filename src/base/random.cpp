@@ -84,10 +84,10 @@ Matrix<T> random_orthogonal(index_t n, Rng& rng) {
   if (n == 0) return Matrix<T>();
   const auto ln = static_cast<lapack_int>(n);
   std::vector<double> tau(n);
-  base::check_info(LAPACKE_dgeqrf(LAPACK_COL_MAJOR, ln, ln, q.data(), ln, tau.data()), "geqrf");
+  base::check_info(base::geqrf(ln, ln, q.data(), ln, tau.data()), "geqrf");
   std::vector<double> sign(n);
   for (index_t j = 0; j < n; ++j) sign[j] = q(j, j) < 0 ? -1.0 : 1.0;
-  base::check_info(LAPACKE_dorgqr(LAPACK_COL_MAJOR, ln, ln, ln, q.data(), ln, tau.data()), "orgqr");
+  base::check_info(base::orgqr(ln, ln, ln, q.data(), ln, tau.data()), "orgqr");
   Matrix<T> out(n, n);
   for (index_t j = 0; j < n; ++j)
     for (index_t i = 0; i < n; ++i) out(i, j) = static_cast<T>(q(i, j) * sign[j]);

@@ -58,14 +58,14 @@ bool inverse_logdet(const double* G, index_t l, double* work, lapack_int* piv, d
                     double& logabsdet) {
   const auto n = static_cast<lapack_int>(l);
   std::copy(G, G + l * l, inv);
-  if (LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, n, n, inv, n, piv) != 0) return false;
+  if (base::getrf(n, inv, n, piv) != 0) return false;
   logabsdet = 0;
   for (index_t k = 0; k < l; ++k) {
     const double pivot = inv[k + k * l];
     if (!(pivot != 0.0) || !std::isfinite(pivot)) return false;
     logabsdet += std::log(std::abs(pivot));
   }
-  return LAPACKE_dgetri_work(LAPACK_COL_MAJOR, n, inv, n, piv, work, n * n) == 0;
+  return base::getri(n, inv, n, piv, work, n * n) == 0;
 }
 
 /// The anchors in compressed form: C (r x c l, host, column-major) with C^T C = W^T W.

@@ -2,7 +2,7 @@
 // of the regression experiments, where the classifiers' linear model (logreg) does not apply.
 // Solved by LAPACK's dgelsd (SVD, minimum-norm solution) on the centred data, so collinear or
 // constant features give the minimum-norm weights instead of a failure, as numpy's lstsq.
-#include <lapacke.h>
+#include "base/host_blas.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -67,9 +67,9 @@ class LinearRegression final : public Model {
     const double rcond =
         std::numeric_limits<double>::epsilon() * static_cast<double>(std::max(n, d));
     const lapack_int info =
-        LAPACKE_dgelsd(LAPACK_COL_MAJOR, static_cast<lapack_int>(n), static_cast<lapack_int>(d), 1,
-                       A.data(), static_cast<lapack_int>(std::max<index_t>(n, 1)), B.data(),
-                       static_cast<lapack_int>(ldb), s.data(), rcond, &rank);
+        base::gelsd(static_cast<lapack_int>(n), static_cast<lapack_int>(d), 1, A.data(),
+                    static_cast<lapack_int>(std::max<index_t>(n, 1)), B.data(),
+                    static_cast<lapack_int>(ldb), s.data(), rcond, &rank);
     if (info != 0)
       throw NumericalError("linear.fit: LAPACK dgelsd failed (info = " + std::to_string(info) +
                            ")");

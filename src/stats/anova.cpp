@@ -1,5 +1,5 @@
 // One-way and two-way ANOVA (001 section 9, eqs. (93)-(94), Tables 17-19).
-#include <lapacke.h>
+#include "base/host_blas.hpp"
 
 #include <cmath>
 #include <limits>
@@ -111,8 +111,8 @@ Fit least_squares(const std::vector<double>& X, std::size_t n, std::size_t p,
   std::vector<lapack_int> jpvt(p, 0);
   const auto ln = static_cast<lapack_int>(n);
   const auto lp = static_cast<lapack_int>(p);
-  const lapack_int info = LAPACKE_dgelsy(LAPACK_COL_MAJOR, ln, lp, 1, A.data(), ln, b.data(), ln,
-                                         jpvt.data(), 1e-10, &fit.rank);
+  const lapack_int info =
+      base::gelsy(ln, lp, 1, A.data(), ln, b.data(), ln, jpvt.data(), 1e-10, &fit.rank);
   if (info != 0)
     throw NumericalError("two_way_anova: LAPACK dgelsy failed (info = " + std::to_string(info) +
                          ")");

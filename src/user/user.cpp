@@ -72,16 +72,9 @@ Matrix<T> top_right_singular_vectors(const Matrix<T>& X, index_t l, bool center)
     }
   const auto ln = static_cast<lapack_int>(n), lm = static_cast<lapack_int>(m);
   const lapack_int p = std::min(ln, lm);
-  std::vector<T> s(p), u(1), vt(static_cast<size_t>(p) * m), superb(p);
+  std::vector<T> s(p), vt(static_cast<size_t>(p) * m);
   // Only V^T is needed: jobu = 'N', jobvt = 'S'.
-  lapack_int info;
-  if constexpr (std::is_same_v<T, double>)
-    info = LAPACKE_dgesvd(LAPACK_COL_MAJOR, 'N', 'S', ln, lm, a.data(), ln, s.data(), u.data(), 1,
-                          vt.data(), p, superb.data());
-  else
-    info = LAPACKE_sgesvd(LAPACK_COL_MAJOR, 'N', 'S', ln, lm, a.data(), ln, s.data(), u.data(), 1,
-                          vt.data(), p, superb.data());
-  base::check_info(info, "gesvd");
+  base::check_info(base::gesvd_right(ln, lm, a.data(), ln, s.data(), vt.data(), p), "gesvd");
   Matrix<T> V(m, l);
   for (index_t j = 0; j < l; ++j) {
     index_t arg = 0;

@@ -2,7 +2,6 @@
 // the same algorithm run with host LAPACK: whatever it accepts is an accurate thin QR, and it
 // accepts every matrix well inside CholeskyQR2's range (kappa <= 1e-2 u^{-1/2}).
 #include <gtest/gtest.h>
-#include <lapacke.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,10 +17,10 @@ namespace dcalign {
 namespace {
 
 lapack_int potrf_upper(lapack_int n, float* A) {
-  return LAPACKE_spotrf(LAPACK_COL_MAJOR, 'U', n, A, n);
+  return DCALIGN_LAPACK_CALL(LAPACK_spotrf, "U", &n, A, &n);
 }
 lapack_int potrf_upper(lapack_int n, double* A) {
-  return LAPACKE_dpotrf(LAPACK_COL_MAJOR, 'U', n, A, n);
+  return DCALIGN_LAPACK_CALL(LAPACK_dpotrf, "U", &n, A, &n);
 }
 void solve_right_upper(lapack_int m, lapack_int n, const float* R, float* B) {
   cblas_strsm(CblasColMajor, CblasRight, CblasUpper, CblasNoTrans, CblasNonUnit, m, n, 1.0f, R, n,
