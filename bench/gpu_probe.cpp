@@ -231,6 +231,18 @@ struct Handles {
   }
 };
 
+/// The fields every batched case starts with.
+template <typename T>
+json case_header(const char* name, int n, int c, bool flops) {
+  json out;
+  out["case"] = name;
+  out["n"] = n;
+  out["count"] = c;
+  out["precision"] = std::is_same_v<T, float> ? "float32" : "float64";
+  if (flops) out["flops_per_run"] = 2.0 * static_cast<double>(n) * n * n * c;
+  return out;
+}
+
 template <typename T>
 json probe_inverse(const Config& cfg, Handles& h, int n, int c) {
   const size_t nn = static_cast<size_t>(n) * n, total = nn * c;
@@ -242,12 +254,7 @@ json probe_inverse(const Config& cfg, Handles& h, int n, int c) {
       for (int i = 0; i < n; ++i) id[k * nn + static_cast<size_t>(i) * (n + 1)] = T(1);
     PROBE(cudaMemcpy(eye.p, id.data(), sizeof(T) * total, cudaMemcpyHostToDevice));
   }
-  json out;
-  out["case"] = "inverse";
-  out["n"] = n;
-  out["count"] = c;
-  out["precision"] = std::is_same_v<T, float> ? "float32" : "float64";
-  out["flops_per_run"] = 2.0 * static_cast<double>(n) * n * n * c;
+  json out = case_header<T>("inverse", n, c, true);
   json routes = json::object();
   // cuBLAS batched LU and inverse from pointer arrays (src/cuda/polar_ops.cu, n > 32).
   {
@@ -317,12 +324,7 @@ json probe_gemm(const Config& cfg, Handles& h, int n, int c) {
   Dev<T> A(total), B(total), C(total);
   upload_random(A.p, total, cfg.seed, 2);
   upload_random(B.p, total, cfg.seed, 3);
-  json out;
-  out["case"] = "gemm";
-  out["n"] = n;
-  out["count"] = c;
-  out["precision"] = std::is_same_v<T, float> ? "float32" : "float64";
-  out["flops_per_run"] = 2.0 * static_cast<double>(n) * n * n * c;
+  json out = case_header<T>("gemm", n, c, true);
   const T one = 1, zero = 0;
   const auto nnl = static_cast<long long>(nn);
   try {
@@ -359,11 +361,7 @@ void upload_grams(Handles& h, T* S, int n, int m, int c, std::uint64_t seed) {
 template <typename T>
 json probe_syev_batched(const Config& cfg, Handles& h, int n, int c) {
   const size_t total = static_cast<size_t>(n) * n * c;
-  json out;
-  out["case"] = "syev_batched";
-  out["n"] = n;
-  out["count"] = c;
-  out["precision"] = std::is_same_v<T, float> ? "float32" : "float64";
+  json out = case_header<T>("syev_batched", n, c, false);
   try {
     Dev<T> S(total), A(total), w(static_cast<size_t>(n) * c);
     Dev<int> info(c);

@@ -1,7 +1,7 @@
 # Install rules and the CMake package. `cmake --install BUILD --prefix P` installs
 #   P/include/dcalign/*.hpp          the public headers (those of the layers that were built)
 #   P/lib/libdcalign*.a (or .so)     the libraries
-#   P/bin/dcalign, dcalign-experiment, dcalign-client (those built)
+#   P/bin/dcalign, dcalign-experiment, dcalign-client, dcalign-mpi (those built)
 #   P/lib/cmake/dcalign/             dcalignConfig.cmake, its version file and the exported targets
 # so that another project writes find_package(dcalign 0.2 CONFIG REQUIRED [COMPONENTS ...]).
 # The build tree is a package too: dcalign_DIR=BUILD.
@@ -59,11 +59,14 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/dcalign
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.hpp" ${dcalign_header_excludes})
 
-# The command line; dcalign runs dcalign-experiment and dcalign-client from its own directory
-# (src/cli).
+# The command line; dcalign runs dcalign-experiment, dcalign-client and dcalign-mpi from its own
+# directory (src/cli).
 install(TARGETS dcalign_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET dcalign_experiment_cli)
   install(TARGETS dcalign_experiment_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+if(TARGET dcalign_mpi_cli)
+  install(TARGETS dcalign_mpi_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 if(TARGET dcalign_client_cli)
   install(TARGETS dcalign_client_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})

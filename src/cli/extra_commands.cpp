@@ -3,8 +3,9 @@
 // those layers:
 //   `dcalign experiment` trains models and `dcalign predict` runs a saved one: they link the
 //   learning layer (LibTorch, LIBSVM, XGBoost) and the data layer (dcalign-experiment);
-//   `dcalign client` talks to dcalign-server: it links gRPC and Protobuf (dcalign-client).
-// Both are installed next to dcalign.
+//   `dcalign client` talks to dcalign-server: it links gRPC and Protobuf (dcalign-client);
+//   `dcalign align --distributed` runs under mpirun: it links MPI (dcalign-mpi).
+// All are installed next to dcalign.
 #include <unistd.h>
 
 #include <cerrno>
@@ -29,11 +30,13 @@ std::filesystem::path own_directory(const char* argv0) {
   return std::filesystem::absolute(argv0, ec).parent_path();
 }
 
-// The command that runs in another executable, and that executable's name (the last entry, a
-// null name, keeps the table non-empty in a build with neither).
+// The command that runs in another executable, and that executable's name; with an option, only
+// when the arguments hold that option too (the last entry, a null name, keeps the table
+// non-empty in a build with none).
 struct Forwarded {
   std::string_view command;
   const char* executable;
+  std::string_view option = {};
 };
 
 constexpr Forwarded kForwarded[] = {
@@ -44,7 +47,24 @@ constexpr Forwarded kForwarded[] = {
 #ifdef DCALIGN_HAVE_SERVICE
     {"client", "dcalign-client"},
 #endif
+#ifdef DCALIGN_HAVE_MPI_EXECUTABLE
+    {"align", "dcalign-mpi", "--distributed"},
+#endif
     {"", nullptr}};
+
+// Whether argv[2..] holds the flag `option` (alone or as --option=value). The executable that
+// runs then parses the same arguments, so a match where the option is some value's text only
+// moves the same command to the other executable.
+bool has_option(int argc, char** argv, std::string_view option) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") return false;
+    if (arg == option || (arg.size() > option.size() && arg.substr(0, option.size()) == option &&
+                          arg[option.size()] == '='))
+      return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -52,6 +72,7 @@ bool forward_extra_command(int argc, char** argv, int& status) {
   if (argc < 2) return false;
   for (const Forwarded& f : kForwarded) {
     if (!f.executable || std::string_view(argv[1]) != f.command) continue;
+    if (!f.option.empty() && !has_option(argc, argv, f.option)) continue;
     // argv is passed unchanged, so that usage and error messages read "dcalign <command>".
     const auto helper = own_directory(argv[0]) / f.executable;
     ::execv(helper.c_str(), argv);
