@@ -40,6 +40,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "dcalign/backend.hpp"
@@ -91,6 +92,18 @@ struct Config {
   std::vector<int> streams{1, 4, 8};
 };
 
+/// Repetitions, median, min and max of times in ms (both kinds of case report these).
+json summary_ms(std::vector<double> ms) {
+  std::sort(ms.begin(), ms.end());
+  const size_t m = ms.size();
+  json j;
+  j["repetitions"] = m;
+  j["median_ms"] = m % 2 ? ms[m / 2] : 0.5 * (ms[m / 2 - 1] + ms[m / 2]);
+  j["min_ms"] = ms.front();
+  j["max_ms"] = ms.back();
+  return j;
+}
+
 /// Times `run` (which queues work on `stream`) with CUDA events: up to `warmup` untimed runs,
 /// then up to cfg.repetitions timed ones (at least one) while the case is under its cap. Median,
 /// min and max in ms.
@@ -123,14 +136,7 @@ json time_case(const Config& cfg, cudaStream_t stream, const std::function<void(
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  std::sort(ms.begin(), ms.end());
-  const size_t m = ms.size();
-  json j;
-  j["repetitions"] = m;
-  j["median_ms"] = m % 2 ? ms[m / 2] : 0.5 * (ms[m / 2 - 1] + ms[m / 2]);
-  j["min_ms"] = ms.front();
-  j["max_ms"] = ms.back();
-  return j;
+  return summary_ms(std::move(ms));
 }
 
 /// `count` values with mean 0 and variance 1 (uniform on [-sqrt 3, sqrt 3), several times cheaper
@@ -469,8 +475,7 @@ json time_host(const Config& cfg, const std::function<void()>& f) {
     f();
     t.push_back(1e3 * (now_seconds() - s));
   }
-  std::sort(t.begin(), t.end());
-  return {{"repetitions", t.size()}, {"median_ms", t[t.size() / 2]}, {"min_ms", t.front()}};
+  return summary_ms(std::move(t));
 }
 
 json probe_haar(const Config& cfg, Handles& h, int n) {

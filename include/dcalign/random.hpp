@@ -41,15 +41,11 @@ class Rng {
       has_spare_ = false;
       return spare_;
     }
-    double u1 = 0.0;
-    do u1 = uniform();
-    while (u1 <= 0.0);
-    const double u2 = uniform();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    const double t = 6.283185307179586476925286766559 * u2;
-    spare_ = r * std::sin(t);
+    const double u1 = positive_uniform();
+    double first = 0.0;
+    box_muller(u1, uniform(), first, spare_);
     has_spare_ = true;
-    return r * std::cos(t);
+    return first;
   }
   /// `count` standard normal variates into out: the values, and the generator's state after
   /// them, that `count` calls of normal() give, bit for bit. The uniforms are drawn in order;
@@ -79,6 +75,21 @@ class Rng {
 
  private:
   static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  /// Uniform on (0, 1): uniform() redrawn while 0 (Box-Muller takes its logarithm).
+  double positive_uniform() {
+    double u = 0.0;
+    do u = uniform();
+    while (u <= 0.0);
+    return u;
+  }
+  /// The two normal variates r cos t and r sin t of one Box-Muller pair: normal() and
+  /// fill_normal() both form them here, which keeps their values bit for bit the same.
+  static void box_muller(double u1, double u2, double& first, double& second) {
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double t = 6.283185307179586476925286766559 * u2;
+    first = r * std::cos(t);
+    second = r * std::sin(t);
+  }
   std::uint64_t s_[4];
   double spare_ = 0.0;
   bool has_spare_ = false;

@@ -114,6 +114,15 @@ inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* A, lap
   return DCALIGN_LAPACK_CALL(LAPACK_dorgqr, &m, &n, &k, A, &lda, tau, work, &lwork);
 }
 
+// Workspace for geqrf and then orgqr of an m x n matrix (n <= m), one size for both.
+template <typename T>
+lapack_int qr_lwork(lapack_int m, lapack_int n) {
+  T q1 = 0, q2 = 0, dummy = 0;
+  check_info(geqrf(m, n, &dummy, std::max(1, m), &dummy, &q1, -1), "geqrf (workspace query)");
+  check_info(orgqr(m, n, n, &dummy, std::max(1, m), &dummy, &q2, -1), "orgqr (workspace query)");
+  return static_cast<lapack_int>(std::max(q1, q2)) + 1;
+}
+
 // LU with partial pivoting and the inverse from it (the batched polar iteration's inverse).
 inline lapack_int getrf(lapack_int n, float* A, lapack_int lda, lapack_int* ipiv) {
   return DCALIGN_LAPACK_CALL(LAPACK_sgetrf, &n, &n, A, &lda, ipiv);
@@ -201,43 +210,32 @@ bool any_nan(const T* A, lapack_int rows, lapack_int cols, lapack_int ld) {
   return false;
 }
 
+// call(work, lwork) once with lwork = -1 (LAPACK's workspace query, the size in work[0]), then
+// with a workspace of that size; the query's info when it fails.
+template <typename T, typename Call>
+lapack_int with_workspace(Call call) {
+  T size = 0;
+  if (const lapack_int info = call(&size, lapack_int(-1)); info != 0) return info;
+  std::vector<T> work(static_cast<std::size_t>(std::max(size, T(1))));
+  return call(work.data(), static_cast<lapack_int>(work.size()));
+}
+
 // gesvd with jobu = 'N', jobvt = 'S': the singular values and the thin V^T of the m x n A
 // (overwritten); VT is min(m, n) x n.
 template <typename T>
 lapack_int gesvd_right(lapack_int m, lapack_int n, T* A, lapack_int lda, T* s, T* VT,
                        lapack_int ldvt) {
   if (any_nan(A, m, n, lda)) return -6;
-  T size = 0, unused = 0;
-  lapack_int lwork = -1, ldu = 1;
-  auto call = [&](T* work) {
+  T unused = 0;
+  const lapack_int ldu = 1;
+  return with_workspace<T>([&](T* work, lapack_int lwork) {
     if constexpr (std::is_same_v<T, float>)
       return DCALIGN_LAPACK_CALL(LAPACK_sgesvd, "N", "S", &m, &n, A, &lda, s, &unused, &ldu, VT,
                                  &ldvt, work, &lwork);
     else
       return DCALIGN_LAPACK_CALL(LAPACK_dgesvd, "N", "S", &m, &n, A, &lda, s, &unused, &ldu, VT,
                                  &ldvt, work, &lwork);
-  };
-  if (const lapack_int info = call(&size); info != 0) return info;
-  std::vector<T> work(static_cast<std::size_t>(std::max<T>(size, T(1))));
-  lwork = static_cast<lapack_int>(work.size());
-  return call(work.data());
-}
-
-// geqrf and orgqr with their own workspace (the Haar draw's QR).
-inline lapack_int geqrf(lapack_int m, lapack_int n, double* A, lapack_int lda, double* tau) {
-  if (any_nan(A, m, n, lda)) return -4;
-  double size = 0;
-  if (const lapack_int info = geqrf(m, n, A, lda, tau, &size, -1); info != 0) return info;
-  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
-  return geqrf(m, n, A, lda, tau, work.data(), static_cast<lapack_int>(work.size()));
-}
-inline lapack_int orgqr(lapack_int m, lapack_int n, lapack_int k, double* A, lapack_int lda,
-                        const double* tau) {
-  if (any_nan(A, m, n, lda)) return -6;
-  double size = 0;
-  if (const lapack_int info = orgqr(m, n, k, A, lda, tau, &size, -1); info != 0) return info;
-  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
-  return orgqr(m, n, k, A, lda, tau, work.data(), static_cast<lapack_int>(work.size()));
+  });
 }
 
 // Minimum-norm least squares of A X = B (A m x n, B m x nrhs in place, ldb >= max(m, n)):
@@ -249,31 +247,23 @@ inline lapack_int gelsy(lapack_int m, lapack_int n, lapack_int nrhs, double* A, 
   if (any_nan(A, m, n, lda)) return -6;
   if (any_nan(B, std::max(m, n), nrhs, ldb)) return -8;
   if (rcond != rcond) return -10;
-  double size = 0;
-  lapack_int lwork = -1;
-  lapack_int info = DCALIGN_LAPACK_CALL(LAPACK_dgelsy, &m, &n, &nrhs, A, &lda, B, &ldb, jpvt,
-                                        &rcond, rank, &size, &lwork);
-  if (info != 0) return info;
-  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
-  lwork = static_cast<lapack_int>(work.size());
-  return DCALIGN_LAPACK_CALL(LAPACK_dgelsy, &m, &n, &nrhs, A, &lda, B, &ldb, jpvt, &rcond, rank,
-                             work.data(), &lwork);
+  return with_workspace<double>([&](double* work, lapack_int lwork) {
+    return DCALIGN_LAPACK_CALL(LAPACK_dgelsy, &m, &n, &nrhs, A, &lda, B, &ldb, jpvt, &rcond, rank,
+                               work, &lwork);
+  });
 }
 inline lapack_int gelsd(lapack_int m, lapack_int n, lapack_int nrhs, double* A, lapack_int lda,
                         double* B, lapack_int ldb, double* s, double rcond, lapack_int* rank) {
   if (any_nan(A, m, n, lda)) return -6;
   if (any_nan(B, std::max(m, n), nrhs, ldb)) return -8;
   if (rcond != rcond) return -10;
-  double size = 0;
-  lapack_int lwork = -1, isize = 0;
-  lapack_int info = DCALIGN_LAPACK_CALL(LAPACK_dgelsd, &m, &n, &nrhs, A, &lda, B, &ldb, s, &rcond,
-                                        rank, &size, &lwork, &isize);
-  if (info != 0) return info;
-  std::vector<double> work(static_cast<std::size_t>(std::max(size, 1.0)));
-  std::vector<lapack_int> iwork(static_cast<std::size_t>(std::max<lapack_int>(isize, 1)));
-  lwork = static_cast<lapack_int>(work.size());
-  return DCALIGN_LAPACK_CALL(LAPACK_dgelsd, &m, &n, &nrhs, A, &lda, B, &ldb, s, &rcond, rank,
-                             work.data(), &lwork, iwork.data());
+  // The query also sizes iwork (its minimum in iwork[0]).
+  std::vector<lapack_int> iwork(1, 0);
+  return with_workspace<double>([&](double* work, lapack_int lwork) {
+    if (lwork != -1) iwork.resize(static_cast<std::size_t>(std::max<lapack_int>(iwork[0], 1)));
+    return DCALIGN_LAPACK_CALL(LAPACK_dgelsd, &m, &n, &nrhs, A, &lda, B, &ldb, s, &rcond, rank,
+                               work, &lwork, iwork.data());
+  });
 }
 
 /// Sets OpenBLAS to `n` threads for the lifetime of the guard. Used around loops that run many

@@ -1,6 +1,5 @@
 #include "dcalign/random.hpp"
 
-#include <cmath>
 #include <cstddef>
 #include <type_traits>
 #include <vector>
@@ -8,16 +7,6 @@
 #include "base/host_blas.hpp"
 
 namespace dcalign {
-
-namespace {
-/// r cos t and r sin t of one Box-Muller pair, as Rng::normal() forms them.
-inline void box_muller(double u1, double u2, double& first, double& second) {
-  const double r = std::sqrt(-2.0 * std::log(u1));
-  const double t = 6.283185307179586476925286766559 * u2;
-  first = r * std::cos(t);
-  second = r * std::sin(t);
-}
-}  // namespace
 
 void Rng::fill_normal(double* out, std::size_t count) {
   std::size_t k = 0;
@@ -31,17 +20,13 @@ void Rng::fill_normal(double* out, std::size_t count) {
   const std::size_t whole = (count - k) / 2;
   double* pairs = out + k;
   for (std::size_t p = 0; p < whole; ++p) {
-    double u1 = 0.0;
-    do u1 = uniform();
-    while (u1 <= 0.0);
-    pairs[2 * p] = u1;
+    pairs[2 * p] = positive_uniform();
     pairs[2 * p + 1] = uniform();
   }
   const bool odd = (count - k) % 2 == 1;
   double last_u1 = 0.0, last_u2 = 0.0;
   if (odd) {
-    do last_u1 = uniform();
-    while (last_u1 <= 0.0);
+    last_u1 = positive_uniform();
     last_u2 = uniform();
   }
   // Pass 2: the transforms, independent of each other.
@@ -83,11 +68,12 @@ Matrix<T> random_orthogonal(index_t n, Rng& rng) {
   Matrix<double> q = random_normal<double>(n, n, rng);
   if (n == 0) return Matrix<T>();
   const auto ln = static_cast<lapack_int>(n);
-  std::vector<double> tau(n);
-  base::check_info(base::geqrf(ln, ln, q.data(), ln, tau.data()), "geqrf");
+  std::vector<double> tau(n), work(static_cast<std::size_t>(base::qr_lwork<double>(ln, ln)));
+  const auto lwork = static_cast<lapack_int>(work.size());
+  base::check_info(base::geqrf(ln, ln, q.data(), ln, tau.data(), work.data(), lwork), "geqrf");
   std::vector<double> sign(n);
   for (index_t j = 0; j < n; ++j) sign[j] = q(j, j) < 0 ? -1.0 : 1.0;
-  base::check_info(base::orgqr(ln, ln, ln, q.data(), ln, tau.data()), "orgqr");
+  base::check_info(base::orgqr(ln, ln, ln, q.data(), ln, tau.data(), work.data(), lwork), "orgqr");
   Matrix<T> out(n, n);
   for (index_t j = 0; j < n; ++j)
     for (index_t i = 0; i < n; ++i) out(i, j) = static_cast<T>(q(i, j) * sign[j]);

@@ -43,14 +43,6 @@ lapack_int gesdd_lwork(lapack_int m, lapack_int n) {
   return static_cast<lapack_int>(query) + 1;
 }
 
-template <typename T>
-lapack_int qr_lwork(lapack_int m, lapack_int n) {
-  T q1 = 0, q2 = 0, dummy = 0;
-  check_info(geqrf(m, n, &dummy, std::max(1, m), &dummy, &q1, -1), "geqrf (workspace query)");
-  check_info(orgqr(m, n, n, &dummy, std::max(1, m), &dummy, &q2, -1), "orgqr (workspace query)");
-  return static_cast<lapack_int>(std::max(q1, q2)) + 1;
-}
-
 // Thin SVD of an m x n matrix held in `a` (destroyed), U m x p, VT p x n, p = min(m, n).
 template <typename T>
 struct SvdWorkspace {
