@@ -10,6 +10,11 @@
 
 namespace dcalign::service {
 
+/// Whether this library's static initializer told OpenSSL to leave its clean-up to the end of the
+/// process (OPENSSL_INIT_NO_ATEXIT, see common.cpp). OpenSSL honours that only when it comes
+/// before every other OpenSSL call of the process; tests/service/openssl_exit.cpp checks that.
+bool openssl_cleanup_left_to_exit();
+
 /// Incremental SHA-256 (OpenSSL's EVP interface).
 class Sha256 {
  public:
