@@ -6,7 +6,8 @@
 // matrices: mean 0, variance 1, from --seed):
 //
 //   haar     n       ODC's Haar O as the library draws it on the host (Gaussian + LAPACK QR),
-//                    the Gaussian alone, and a device QR (geqrf + orgqr) of an n x n matrix
+//                    the Gaussian alone, a device QR (geqrf + orgqr) of an n x n matrix, and
+//                    the library's device route (core::haar_rotation_on_backend)
 //   topk     n:k     k largest eigenpairs of an n x n Gram matrix W^T W (W 4n x n random):
 //                    syevdx (what the backend calls) against the full syevd
 //   inverse  n x c   batched inverses, as the Newton polar iteration needs them at large l:
@@ -43,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/common.hpp"
 #include "dcalign/backend.hpp"
 #include "dcalign/random.hpp"
 #include "sweep/sweep.hpp"
@@ -485,11 +487,11 @@ json probe_haar(const Config& cfg, Handles& h, int n) {
   json routes = json::object();
   // As src/core/validate.cpp draws ODC's O (same stream id), on this machine's host.
   routes["host_random_orthogonal"] = time_host(cfg, [&] {
-    dcalign::Rng rng = dcalign::Rng::stream(cfg.seed, 0x0DC);
+    dcalign::Rng rng = dcalign::Rng::stream(cfg.seed, dcalign::core::kHaarStream);
     (void)dcalign::random_orthogonal<double>(n, rng);
   });
   routes["host_gaussian_only"] = time_host(cfg, [&] {
-    dcalign::Rng rng = dcalign::Rng::stream(cfg.seed, 0x0DC);
+    dcalign::Rng rng = dcalign::Rng::stream(cfg.seed, dcalign::core::kHaarStream);
     (void)dcalign::random_normal<double>(n, n, rng);
   });
   json r;
@@ -497,7 +499,7 @@ json probe_haar(const Config& cfg, Handles& h, int n) {
     const size_t nn = static_cast<size_t>(n) * n;
     Dev<double> G(nn), Q(nn), tau(n);
     Dev<int> info(1);
-    upload_random(G.p, nn, cfg.seed, 0x0DC);
+    upload_random(G.p, nn, cfg.seed, dcalign::core::kHaarStream);
     PROBE(cusolverDnSetStream(h.solver[0], h.main));
     int lw_qr = 0, lw_org = 0;
     PROBE(cusolverDnDgeqrf_bufferSize(h.solver[0], n, n, Q.p, n, &lw_qr));
@@ -513,6 +515,20 @@ json probe_haar(const Config& cfg, Handles& h, int n) {
   }
   cusolverDnSetStream(h.solver[0], h.side[0]);
   routes["device_geqrf_orgqr_float64"] = r;
+  // The route that ODC takes on a GPU from l = haar_on_backend_from on (src/core/odc.cpp): the
+  // host's Gaussian, uploaded, the backend's qr_batched in float64 (CholeskyQR2 first), R's
+  // diagonal read back, the sign flips; wall time to the finished O, against the first route
+  // plus its upload.
+  try {
+    const auto backend = dcalign::make_backend(dcalign::Device::cuda);
+    auto& p = backend->f64();
+    routes["library_on_backend_float64"] = time_host(cfg, [&] {
+      (void)dcalign::core::haar_rotation_on_backend(p, cfg.seed, n);
+      p.synchronize();
+    });
+  } catch (const std::exception& e) {
+    routes["library_on_backend_float64"] = json{{"error", e.what()}};
+  }
   out["routes"] = routes;
   return out;
 }

@@ -71,6 +71,23 @@ void require_finite(const Matrix<double>& m, const std::string& what);
 /// ODC's right factor O (l x l) as chosen by the options (on the host).
 Matrix<double> target_rotation(const AlignOptions& opts, index_t l);
 
+/// The Rng stream of the seed that ODC's Haar O is drawn from.
+inline constexpr std::uint64_t kHaarStream = 0x0DC;
+
+/// From this l on, a backend other than the CPU draws ODC's Haar O itself
+/// (haar_rotation_on_backend) instead of uploading target_rotation's. The host's LAPACK QR of
+/// an l x l matrix grows as l^3: 63-68 ms of the H200 run's 'target' phase at l = 950 (commit
+/// fc9dbb1). 128 is a first choice, not a measured crossing: bench/gpu_probe's Haar cases time
+/// both routes at l = 50, 500 and 950 on the next GPU run.
+inline constexpr index_t haar_on_backend_from = 128;
+
+/// ODC's Haar O (l x l, backend memory): the Gaussian of random_orthogonal for this seed drawn
+/// on the host, factorised by the backend's qr_batched in float64, the signs of R's diagonal
+/// moved into Q, rounded to T. The same matrix as target_rotation's up to rounding, whatever
+/// the backend and the precision.
+template <typename T>
+Buffer<T> haar_rotation_on_backend(Primitives<T>& p, std::uint64_t seed, index_t l);
+
 /// Imakura-DC's right factor R (l x l) as chosen by the options (on the host): the identity,
 /// Unif[0,1) entries from the seed, or the supplied matrix (checked).
 Matrix<double> right_factor(const AlignOptions& opts, index_t l);

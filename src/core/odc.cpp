@@ -4,8 +4,13 @@
 // (paper 004, eqs. 17-20) the same step aligns every user to Z.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "core/common.hpp"
+#include "dcalign/random.hpp"
 
 namespace dcalign::core {
 
@@ -33,11 +38,57 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
 }
 
 template <typename T>
+Buffer<T> haar_rotation_on_backend(Primitives<T>& p, std::uint64_t seed, index_t l) {
+  Primitives<double>& q = *p.float64();
+  Rng rng = Rng::stream(seed, kHaarStream);
+  const Matrix<double> gaussian = random_normal<double>(l, l, rng);
+  const index_t ll = l * l;
+  Buffer<double> qr = q.allocate(ll), r = q.allocate(ll), diagonal = q.allocate(l);
+  q.to_device(gaussian.data(), qr.data(), ll);
+  q.qr_batched(StackView<double>(qr.data(), 1, l, l), StackView<double>(r.data(), 1, l, l));
+  // R's diagonal, r(j, j) = r[j (l + 1)], read back (l values, not the whole R).
+  q.gather(r.data(), 0, l + 1, 0, StackView<double>(diagonal.data(), 1, l, 1));
+  std::vector<double> d(static_cast<std::size_t>(l));
+  q.to_host(diagonal.data(), d.data(), l);
+  // The signs of R's diagonal into Q, as random_orthogonal does (Mezzadri 2007): only then is
+  // the distribution exactly Haar. CholeskyQR2, the CUDA backend's first route, makes R's
+  // diagonal positive already; LAPACK's and cuSOLVER's Householder QR need the flips.
+  std::vector<double> sign(static_cast<std::size_t>(l));
+  bool flips = false;
+  for (index_t j = 0; j < l; ++j) {
+    if (!std::isfinite(d[j]) || d[j] == 0)
+      throw Error("the Haar draw of O: R(" + std::to_string(j) + ", " + std::to_string(j) +
+                  ") = " + std::to_string(d[j]) + " in the QR of its Gaussian (internal error)");
+    sign[j] = d[j] < 0 ? -1.0 : 1.0;
+    flips = flips || d[j] < 0;
+  }
+  Buffer<double> o64;
+  if (flips) {
+    // Column j of Q times sign[j]: a batch of l products of an l x 1 column and a 1 x 1 sign.
+    Buffer<double> s = q.allocate(l);
+    q.to_device(sign.data(), s.data(), l);
+    o64 = q.allocate(ll);
+    q.gemm_batched(Op::none, Op::none, 1.0, StackView<const double>(qr.data(), l, l, 1),
+                   StackView<const double>(s.data(), l, 1, 1), 0.0,
+                   StackView<double>(o64.data(), l, l, 1));
+  } else {
+    o64 = std::move(qr);
+  }
+  Buffer<T> o = p.allocate(ll);
+  p.from_float64(MatrixView<const double>(o64.data(), l, l), MatrixView<T>(o.data(), l, l));
+  return o;
+}
+
+template <typename T>
 void reference_target(Context<T>& ctx, MatrixView<T> Z) {
   auto& p = ctx.p;
   const index_t l = ctx.dim();
-  // Every process draws O (cheap, l x l): a bad supplied O fails everywhere alike.
-  Buffer<T> o = upload(p, target_rotation(ctx.opts, l));
+  // Every process draws O (cheap, l x l): a bad supplied O fails everywhere alike. A Haar O of
+  // a large l is factorised where the anchors are (haar_on_backend_from, common.hpp).
+  Buffer<T> o = ctx.opts.rotation == TargetRotation::haar && p.device() != Device::cpu &&
+                        l >= haar_on_backend_from
+                    ? haar_rotation_on_backend(p, ctx.opts.seed, l)
+                    : upload(p, target_rotation(ctx.opts, l));
   const int owner = ctx.team.owner(ctx.opts.reference_user);
   if (ctx.team.rank() == owner)
     p.gemm(Op::none, Op::none, T(1), ctx.A[ctx.opts.reference_user - ctx.team.first()],
@@ -60,6 +111,9 @@ void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::str
 
 template void run_odc<float>(Context<float>&, MatrixView<float>);
 template void run_odc<double>(Context<double>&, MatrixView<double>);
+template Buffer<float> haar_rotation_on_backend<float>(Primitives<float>&, std::uint64_t, index_t);
+template Buffer<double> haar_rotation_on_backend<double>(Primitives<double>&, std::uint64_t,
+                                                         index_t);
 template void reference_target<float>(Context<float>&, MatrixView<float>);
 template void reference_target<double>(Context<double>&, MatrixView<double>);
 template void procrustes_to_target<float>(Context<float>&, MatrixView<const float>,

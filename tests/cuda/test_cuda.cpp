@@ -380,6 +380,48 @@ TYPED_TEST(CudaVsCpu, QrBatched) {
     }
 }
 
+// ODC's Haar O drawn on the GPU, as reference_target does from l = haar_on_backend_from on
+// (src/core/odc.cpp): the host route's O for the same seed. Both factorise one float64
+// Gaussian; CholeskyQR2 (or its Householder fallback) and LAPACK's QR give the same Q up to
+// cond(G) l u, cond(G) ~ l for a square Gaussian, so 1e-9 in float64 leaves a margin of about
+// 100 at l = 300. In float32 the rounding of the entries (6e-8) dominates.
+TYPED_TEST(CudaVsCpu, HaarRotationOnTheDevice) {
+  using T = TypeParam;
+  for (const index_t l : {index_t{5}, core::haar_on_backend_from, index_t{300}}) {
+    SCOPED_TRACE("l = " + std::to_string(l));
+    AlignOptions opts;
+    opts.seed = 11 + static_cast<std::uint64_t>(l);
+    opts.rotation = TargetRotation::haar;
+    const Matrix<double> host = core::target_rotation(opts, l);
+    const Buffer<T> o = core::haar_rotation_on_backend(this->gpu(), opts.seed, l);
+    const auto got = this->down(o);
+    double worst = 0;
+    for (index_t i = 0; i < l * l; ++i)
+      worst = std::max(worst, std::abs(static_cast<double>(got[i]) - host.data()[i]));
+    EXPECT_LE(worst, (std::is_same_v<T, double> ? 1e-9 : 2e-7));
+  }
+}
+
+// ODC where the GPU draws O (l = 160 >= haar_on_backend_from) and the CPU uploads the host's:
+// the same G_i to the AlignEveryMethod tolerances of ODC.
+TYPED_TEST(CudaVsCpu, OdcWithTheHaarRotationDrawnOnTheDevice) {
+  using T = TypeParam;
+  const bool dbl = std::is_same_v<T, double>;
+  const index_t l = dcalign_gpu_small() ? core::haar_on_backend_from : 160;
+  const auto syn =
+      testing::make_synthetic(2 * l + 40, l + 20, l, 3, SpanCondition::diff_span_orth, 3);
+  const auto anchors = testing::released_anchors<T>(syn);
+  AlignOptions o;
+  o.method = Method::odc;
+  o.polar = PolarMethod::iterative;
+  o.seed = 17;
+  const auto rc = align(anchors, o, cpu_backend());
+  const auto rg = align(anchors, o, gpu_backend());
+  EXPECT_LE(rel_diff(rg.G.data(), rc.G.data(), rc.G.size()), dbl ? 1e-9 : 1e-3);
+  EXPECT_NEAR(rg.report.objective, rc.report.objective,
+              (dbl ? 1e-9 : 1e-3) * std::max(1.0, rc.report.objective));
+}
+
 // W (m x n) = sum_j (10 - j) u_j v_j^T over j < k plus 1e-3 noise: a clear gap after s_k.
 template <typename T>
 std::vector<T> low_rank_plus_noise(index_t m, index_t n, index_t k, std::uint64_t seed) {
