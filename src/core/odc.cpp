@@ -39,6 +39,8 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
 
 template <typename T>
 Buffer<T> haar_rotation_on_backend(Primitives<T>& p, std::uint64_t seed, index_t l) {
+  if (p.float64() == nullptr)
+    throw Error("the Haar draw of O on the backend needs its float64 primitives (internal error)");
   Primitives<double>& q = *p.float64();
   Rng rng = Rng::stream(seed, kHaarStream);
   const Matrix<double> gaussian = random_normal<double>(l, l, rng);
@@ -86,7 +88,7 @@ void reference_target(Context<T>& ctx, MatrixView<T> Z) {
   // Every process draws O (cheap, l x l): a bad supplied O fails everywhere alike. A Haar O of
   // a large l is factorised where the anchors are (haar_on_backend_from, common.hpp).
   Buffer<T> o = ctx.opts.rotation == TargetRotation::haar && p.device() != Device::cpu &&
-                        l >= haar_on_backend_from
+                        p.float64() != nullptr && l >= haar_on_backend_from
                     ? haar_rotation_on_backend(p, ctx.opts.seed, l)
                     : upload(p, target_rotation(ctx.opts, l));
   const int owner = ctx.team.owner(ctx.opts.reference_user);
