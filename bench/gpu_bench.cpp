@@ -373,6 +373,7 @@ struct Config {
   double max_seconds_per_series = 60, max_seconds_total = 0;
   std::string polar = "auto", svd = "gram", host_memory = "pageable", upload = "staged", json_path;
   int device = 0;
+  std::int64_t inverse_per_matrix_from = 0;
   bool references = true;
 };
 
@@ -744,6 +745,12 @@ int main(int argc, char** argv) {
                  "host buffer the 'with upload' runs copy from: pageable or pinned")
       ->capture_default_str()
       ->check(CLI::IsMember({"pageable", "pinned"}));
+  app.add_option("--inverse-per-matrix-from", cfg.inverse_per_matrix_from,
+                 "order from which the polar iteration inverts each matrix with cuSOLVER's "
+                 "getrf + getrs instead of cuBLAS's batched LU "
+                 "(BackendOptions::cuda_inverse_per_matrix_from; 0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 20));
   app.add_option("--device", cfg.device, "CUDA device ordinal")->capture_default_str();
   app.add_flag("!--no-references", cfg.references,
                "skip the copy-bandwidth and GEMM-rate measurements");
@@ -781,6 +788,7 @@ int main(int argc, char** argv) {
   params["svd"] = cfg.svd;
   params["host_memory"] = cfg.host_memory;
   params["upload"] = cfg.upload;
+  params["inverse_per_matrix_from"] = cfg.inverse_per_matrix_from;
   params["anchors"] =
       "i.i.d. N(0,1), user i from dcalign::Rng::stream(seed ^ a<<40 ^ l<<20 ^ c, i); float32 = "
       "the float64 draws rounded";
@@ -811,6 +819,7 @@ int main(int argc, char** argv) {
     bo.device_id = cfg.device;
     bo.allow_tf32 = false;
     bo.staged_upload = cfg.upload == "staged";
+    bo.cuda_inverse_per_matrix_from = cfg.inverse_per_matrix_from;
     auto backend = dcalign::make_backend(dcalign::Device::cuda, bo);
     Run run{cfg, *backend, dcalign::cuda::stream_of(*backend), doc};
     run.doc["machine"] = describe_machine(cfg.device, backend.get());

@@ -23,7 +23,9 @@
 #                          --device cuda and --device cpu, and Table 7's MNIST layout for 2
 #                          trials both ways where $DCALIGN_DATA holds MNIST (training.log)
 #   --probe                also build and run bench/gpu_probe (the cuBLAS/cuSOLVER routes of
-#                          issue 30's open goals timed on their own) into gpu_probe.json, after
+#                          issue 30's open goals timed on their own) into gpu_probe.json, and
+#                          gpu_bench's ODC at (1000, 950, 50) with --inverse-per-matrix-from 256
+#                          (its table in the probe's console in summary.md), after
 #                          the peer, for at most --probe-seconds (default 60); not with
 #                          --training (the window returns at most 8 files)
 #   --no-cuda              configure with -DDCALIGN_CUDA=OFF (to test the plumbing on a machine
@@ -945,6 +947,22 @@ run_probe() {
     124 | 137) record probe incomplete "stopped at the time cap ($secs s); gpu_probe.json has the cases so far" ;;
     *) record probe FAIL "exit $rc; cases with an error are marked in gpu_probe.json" ;;
   esac
+  # The library with the per-matrix inverse route (BackendOptions::cuda_inverse_per_matrix_from)
+  # on ODC at (1000, 950, 50), the point whose Newton steps the probe's inverse case times: its
+  # table goes into the probe's console (summary.md), beside the main benchmark's same point.
+  local ab=$BUILD/bench/gpu_bench
+  secs=$(allot 40 25)
+  if [[ -x $ab ]] && ((secs >= 20)); then
+    local abcmd=("$ab" --points "1000,950,50" --methods odc --precision float64,float32
+      --repetitions 5 --warmup 1 --max-seconds-per-series 8 --max-seconds-total $((secs - 5))
+      --no-references --inverse-per-matrix-from 256 --json "$BUILD/gpu_bench_inverse.json")
+    cmd_note "$(printf '%q ' "${abcmd[@]}")"
+    echo "=== $(printf '%q ' "${abcmd[@]}") ($secs s at most)" >>"$PROBE_OUT"
+    limited "$secs" "${abcmd[@]}" >>"$PROBE_OUT" 2>&1 ||
+      echo "gpu-check: the per-matrix inverse run exited $?" >>"$PROBE_OUT"
+  else
+    echo "gpu-check: the per-matrix inverse run skipped ($(remaining) s left)" >>"$PROBE_OUT"
+  fi
 }
 if [[ $PROBE -eq 1 && $GPU_OK -eq 1 ]]; then
   run_probe

@@ -281,6 +281,13 @@ struct BackendOptions {
   /// outlive the backend and its buffers. nullptr (default): dcalign's own non-blocking stream
   /// of the device; the legacy default stream is adopted as cudaStreamLegacy.
   void* cuda_stream = nullptr;
+  /// CUDA: the order n from which the polar iteration's batched inverses factor each matrix
+  /// with cuSOLVER's blocked getrf + getrs (B = I), one matrix after another on the backend's
+  /// stream, instead of cuBLAS's getrfBatched + getriBatched, which ran at about 1 TFLOP/s on
+  /// 50 matrices of order 950 (H200, fc9dbb1). 0 (default): never, until a GPU run measures
+  /// the crossing (bench/gpu_probe's inverse case times both; gpu_bench --inverse-per-matrix-from
+  /// runs whole alignments with it). Orders up to 32 keep cuBLAS's one-kernel matinvBatched.
+  index_t cuda_inverse_per_matrix_from = 0;
 };
 
 /// The BackendOptions::cuda_stream that names CUDA's legacy default stream (cudaStreamLegacy;

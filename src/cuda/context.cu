@@ -61,7 +61,14 @@ int to_int(index_t v, const char* what) {
 }
 
 Context::Context(int device, const BackendOptions& opts)
-    : device_(device), tf32_(opts.allow_tf32), staged_(opts.staged_upload) {
+    : device_(device),
+      tf32_(opts.allow_tf32),
+      inverse_per_matrix_from_(opts.cuda_inverse_per_matrix_from),
+      staged_(opts.staged_upload) {
+  if (opts.cuda_inverse_per_matrix_from < 0)
+    throw InvalidInput("BackendOptions::cuda_inverse_per_matrix_from is " +
+                       std::to_string(opts.cuda_inverse_per_matrix_from) +
+                       "; expected 0 (never) or a matrix order");
   DCALIGN_CUDA(cudaSetDevice(device_));
   stream_ = shared_stream(device_);  // also sets up the device's memory pool
   if (opts.cuda_stream) {

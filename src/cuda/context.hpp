@@ -62,6 +62,8 @@ class Context {
   cusolverDnHandle_t solver() const { return solver_; }
   gesvdjInfo_t gesvdj() const { return gesvdj_; }
   bool tf32() const { return tf32_; }
+  /// BackendOptions::cuda_inverse_per_matrix_from (0: never).
+  index_t inverse_per_matrix_from() const { return inverse_per_matrix_from_; }
 
   void* workspace(Slot slot, std::size_t bytes);
   /// Device array of `count` pointers base + k*stride (element stride), rebuilt by a small
@@ -98,6 +100,7 @@ class Context {
   };
   int device_;
   bool tf32_;
+  index_t inverse_per_matrix_from_ = 0;
   bool staged_;
   std::array<void*, kStagingBuffers> staging_{};            ///< page-locked, cudaHostAlloc
   std::array<cudaEvent_t, kStagingBuffers> staged_done_{};  ///< the last transfer from each

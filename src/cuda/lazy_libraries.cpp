@@ -125,6 +125,24 @@
   X(cusolver, cusolverStatus_t, cusolverDnDorgqr_bufferSize, (cusolverDnHandle_t handle, int m,   \
       int n, int k, const double* A, int lda, const double* tau, int* lwork), (handle, m, n, k,   \
       A, lda, tau, lwork))                                                                        \
+  X(cusolver, cusolverStatus_t, cusolverDnDgetrf, (cusolverDnHandle_t handle, int m, int n,      \
+      double* A, int lda, double* Workspace, int* devIpiv, int* devInfo), (handle, m, n, A, lda,  \
+      Workspace, devIpiv, devInfo))                                                               \
+  X(cusolver, cusolverStatus_t, cusolverDnDgetrf_bufferSize, (cusolverDnHandle_t handle, int m,   \
+      int n, double* A, int lda, int* Lwork), (handle, m, n, A, lda, Lwork))                      \
+  X(cusolver, cusolverStatus_t, cusolverDnDgetrs, (cusolverDnHandle_t handle,                     \
+      cublasOperation_t trans, int n, int nrhs, const double* A, int lda, const int* devIpiv,     \
+      double* B, int ldb, int* devInfo), (handle, trans, n, nrhs, A, lda, devIpiv, B, ldb,        \
+      devInfo))                                                                                   \
+  X(cusolver, cusolverStatus_t, cusolverDnSgetrf, (cusolverDnHandle_t handle, int m, int n,      \
+      float* A, int lda, float* Workspace, int* devIpiv, int* devInfo), (handle, m, n, A, lda,    \
+      Workspace, devIpiv, devInfo))                                                               \
+  X(cusolver, cusolverStatus_t, cusolverDnSgetrf_bufferSize, (cusolverDnHandle_t handle, int m,   \
+      int n, float* A, int lda, int* Lwork), (handle, m, n, A, lda, Lwork))                       \
+  X(cusolver, cusolverStatus_t, cusolverDnSgetrs, (cusolverDnHandle_t handle,                     \
+      cublasOperation_t trans, int n, int nrhs, const float* A, int lda, const int* devIpiv,      \
+      float* B, int ldb, int* devInfo), (handle, trans, n, nrhs, A, lda, devIpiv, B, ldb,         \
+      devInfo))                                                                                   \
   X(cusolver, cusolverStatus_t, cusolverDnDpotrfBatched, (cusolverDnHandle_t handle,             \
       cublasFillMode_t uplo, int n, double* Aarray[], int lda, int* infoArray, int batchSize),    \
       (handle, uplo, n, Aarray, lda, infoArray, batchSize))                                       \

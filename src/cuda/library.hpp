@@ -156,6 +156,33 @@ inline cusolverStatus_t gesvdj_batched(cusolverDnHandle_t h, int m, int n, doubl
                                   work, lwork, info, params, count);
 }
 
+/// Blocked LU with partial pivoting of one n x n matrix in place (cuSOLVER, legacy 32-bit API),
+/// and the solve A X = B with its factors (B overwritten by X).
+inline cusolverStatus_t getrf_buffer_size(cusolverDnHandle_t h, int n, float* A, int lda,
+                                          int* lwork) {
+  return cusolverDnSgetrf_bufferSize(h, n, n, A, lda, lwork);
+}
+inline cusolverStatus_t getrf_buffer_size(cusolverDnHandle_t h, int n, double* A, int lda,
+                                          int* lwork) {
+  return cusolverDnDgetrf_bufferSize(h, n, n, A, lda, lwork);
+}
+inline cusolverStatus_t getrf(cusolverDnHandle_t h, int n, float* A, int lda, float* work, int* piv,
+                              int* info) {
+  return cusolverDnSgetrf(h, n, n, A, lda, work, piv, info);
+}
+inline cusolverStatus_t getrf(cusolverDnHandle_t h, int n, double* A, int lda, double* work,
+                              int* piv, int* info) {
+  return cusolverDnDgetrf(h, n, n, A, lda, work, piv, info);
+}
+inline cusolverStatus_t getrs(cusolverDnHandle_t h, int n, int nrhs, const float* A, int lda,
+                              const int* piv, float* B, int ldb, int* info) {
+  return cusolverDnSgetrs(h, CUBLAS_OP_N, n, nrhs, A, lda, piv, B, ldb, info);
+}
+inline cusolverStatus_t getrs(cusolverDnHandle_t h, int n, int nrhs, const double* A, int lda,
+                              const int* piv, double* B, int ldb, int* info) {
+  return cusolverDnDgetrs(h, CUBLAS_OP_N, n, nrhs, A, lda, piv, B, ldb, info);
+}
+
 /// Upper Cholesky factor of every n x n matrix in place (A = R^T R), info per matrix.
 inline cusolverStatus_t potrf_batched(cusolverDnHandle_t h, int n, float* A[], int lda, int* info,
                                       int count) {

@@ -2,6 +2,7 @@
 // phase, and with it the polish, in one kernel while X and its inverse fit one block's shared
 // memory (kernels/polar_fused.cu); above that, own kernels for the per-matrix steps
 // (kernels/polar_kernels.cu) and cuBLAS batched LU for the inverses.
+#include <algorithm>
 #include <string>
 
 #include "cuda/check.hpp"
@@ -48,6 +49,36 @@ void inverse_batched(Context& ctx, StackView<const T> X, StackView<T> Y, T* stat
     T** x = ctx.pointers(Context::kPtrA, X.data(), n * n, count);
     T** y = ctx.pointers(Context::kPtrB, Y.data(), n * n, count);
     DCALIGN_CUDA(lib::matinv_batched(ctx.blas(), ni, x, ni, y, ni, info, batch));
+  } else if (ctx.inverse_per_matrix_from() > 0 && n >= ctx.inverse_per_matrix_from()) {
+    // cuSOLVER's blocked LU per matrix (BackendOptions::cuda_inverse_per_matrix_from): the
+    // factors of X_k in a copy, Y_k = I, then getrs overwrites Y_k with X_k^{-1}. One matrix
+    // after another on the backend's stream; each call is large enough at the orders this is
+    // meant for (hundreds) to fill the GPU itself, where cuBLAS's batched LU is built for
+    // small ones.
+    const int lda = ni;
+    T* lu = static_cast<T*>(ctx.workspace(Context::kScratch, sizeof(T) * count * n * n));
+    int lwork = 0;
+    DCALIGN_CUDA(lib::getrf_buffer_size(ctx.solver(), ni, lu, lda, &lwork));
+    Layout solver;
+    const size_t piv_at = solver.add<int>(n), info_at = solver.add<int>(count),
+                 solve_info_at = solver.add<int>(1), work_at = solver.add<T>(std::max(lwork, 1));
+    void* base = ctx.workspace(Context::kSolver, solver.bytes());
+    int* piv = Layout::at<int>(base, piv_at);
+    info = Layout::at<int>(base, info_at);
+    int* solve_info = Layout::at<int>(base, solve_info_at);
+    T* work = Layout::at<T>(base, work_at);
+    DCALIGN_CUDA(cudaMemcpyAsync(lu, X.data(), sizeof(T) * count * n * n, cudaMemcpyDeviceToDevice,
+                                 ctx.stream()));
+    kernels::fill(ctx.stream(), Y.data(), count * n * n, T(0));
+    kernels::add_identity(ctx.stream(), count, n, Y.data(), n, n * n, T(1));
+    for (index_t k = 0; k < count; ++k) {
+      T* a = lu + k * n * n;
+      // A singular U gives info[k] > 0 and a getrs result of Inf/NaN: the state is marked
+      // singular below, as for the batched route, and the iteration stops that matrix.
+      DCALIGN_CUDA(lib::getrf(ctx.solver(), ni, a, lda, work, piv, info + k));
+      DCALIGN_CUDA(
+          lib::getrs(ctx.solver(), ni, ni, a, lda, piv, Y.data() + k * n * n, ni, solve_info));
+    }
   } else {
     // getrfBatched factors in place, so X (const) is copied first; getriBatched then writes
     // the inverse out of place into Y.

@@ -947,6 +947,68 @@ TYPED_TEST(CudaVsCpu, PolarNewtonPolish) {
     }
 }
 
+// BackendOptions::cuda_inverse_per_matrix_from: cuSOLVER's getrf + getrs per matrix gives the
+// inverses of cuBLAS's batched LU (both backward stable: within ~ kappa n u of each other), marks
+// an exactly singular matrix (a zero column, so an exactly zero pivot) as that route does, and
+// the polar factor through it, at an order above the fused kernel's, is the CPU's.
+TYPED_TEST(CudaVsCpu, InversePerMatrixRoute) {
+  using T = TypeParam;
+  BackendOptions bad;
+  bad.cuda_inverse_per_matrix_from = -1;
+  EXPECT_THROW(make_backend(Device::cuda, bad), InvalidInput);
+  BackendOptions bo;
+  bo.cuda_inverse_per_matrix_from = 33;
+  const auto per = make_backend(Device::cuda, bo);
+  Primitives<T>& q = per->template primitives<T>();
+  const index_t c = 4;
+  for (const index_t n : {index_t{33}, index_t{160}}) {
+    SCOPED_TRACE("n = " + std::to_string(n));
+    const double kappa = 100;
+    auto X = conditioned_stack<T>(c, n, kappa, 300 + n);
+    std::fill(X.begin() + 2 * n * n + 3 * n, X.begin() + 2 * n * n + 4 * n, T(0));
+    const Buffer<T> dX = this->up(X);
+    Buffer<T> y1 = this->gpu().allocate(c * n * n), y2 = this->gpu().allocate(c * n * n);
+    Buffer<T> s1 = this->gpu().allocate(c * polar::kStateSize),
+              s2 = this->gpu().allocate(c * polar::kStateSize);
+    this->gpu().fill(s1.data(), c * polar::kStateSize, T(0));
+    this->gpu().fill(s2.data(), c * polar::kStateSize, T(0));
+    q.inverse_batched(StackView<const T>(dX.data(), c, n, n), StackView<T>(y1.data(), c, n, n),
+                      s1.data());
+    this->gpu().inverse_batched(StackView<const T>(dX.data(), c, n, n),
+                                StackView<T>(y2.data(), c, n, n), s2.data());
+    const auto a = this->down(y1), b = this->down(y2);
+    const auto st1 = this->down(s1), st2 = this->down(s2);
+    for (index_t k = 0; k < c; ++k) {
+      const bool singular = k == 2;
+      EXPECT_EQ((polar::flags(st1.data() + k * polar::kStateSize) & polar::kSingular) != 0,
+                singular)
+          << "k = " << k;
+      EXPECT_EQ((polar::flags(st2.data() + k * polar::kStateSize) & polar::kSingular) != 0,
+                singular)
+          << "k = " << k;
+      if (!singular) {
+        EXPECT_LE(rel_diff(a.data() + k * n * n, b.data() + k * n * n, n * n),
+                  20 * kappa * n * eps<T>())
+            << "k = " << k;
+      }
+    }
+  }
+  const index_t l = 160, count = 3;
+  const double kappa = 1e3;
+  const auto M = conditioned_stack<T>(count, l, kappa, 310);
+  const Buffer<T> dM = this->up(M);
+  std::vector<T> G(count * l * l);
+  Buffer<T> dG = q.allocate(count * l * l);
+  PolarOptions opts;
+  opts.method = PolarMethod::iterative;
+  const auto ic = polar_factor(this->cpu(), StackView<const T>(M.data(), count, l, l), false,
+                               StackView<T>(G.data(), count, l, l), opts);
+  const auto ig = polar_factor(q, StackView<const T>(dM.data(), count, l, l), false,
+                               StackView<T>(dG.data(), count, l, l), opts);
+  EXPECT_LE(rel_diff(this->down(dG), G), 40 * kappa * eps<T>() * std::sqrt(double(l)));
+  EXPECT_LE(std::abs(ig.max_iterations - ic.max_iterations), 1);
+}
+
 TYPED_TEST(CudaVsCpu, PolarFactorEndToEnd) {
   using T = TypeParam;
   for (index_t l : kOrders)
