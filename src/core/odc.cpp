@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/common.hpp"
@@ -64,20 +63,18 @@ Buffer<T> haar_rotation_on_backend(Primitives<T>& p, std::uint64_t seed, index_t
     sign[j] = d[j] < 0 ? -1.0 : 1.0;
     flips = flips || d[j] < 0;
   }
-  Buffer<double> o64;
   if (flips) {
-    // Column j of Q times sign[j]: a batch of l products of an l x 1 column and a 1 x 1 sign.
+    // Column j of Q times sign[j] into r, free once its diagonal is read: a batch of l products
+    // of an l x 1 column and a 1 x 1 sign.
     Buffer<double> s = q.allocate(l);
     q.to_device(sign.data(), s.data(), l);
-    o64 = q.allocate(ll);
     q.gemm_batched(Op::none, Op::none, 1.0, StackView<const double>(qr.data(), l, l, 1),
                    StackView<const double>(s.data(), l, 1, 1), 0.0,
-                   StackView<double>(o64.data(), l, l, 1));
-  } else {
-    o64 = std::move(qr);
+                   StackView<double>(r.data(), l, l, 1));
   }
   Buffer<T> o = p.allocate(ll);
-  p.from_float64(MatrixView<const double>(o64.data(), l, l), MatrixView<T>(o.data(), l, l));
+  p.from_float64(MatrixView<const double>((flips ? r : qr).data(), l, l),
+                 MatrixView<T>(o.data(), l, l));
   return o;
 }
 
