@@ -4,7 +4,8 @@
 // inverse, one step kernel and one host synchronisation per Newton step plus two batched
 // products per polish step. (Why own code: no cuBLAS/cuSOLVER routine runs a per-matrix
 // iteration with per-matrix stopping.) The decisions are polar_scalar.hpp's, as in every
-// backend; the CPU tests run newton_phase and schulz_phase through polar::SerialBlock.
+// backend; the CPU tests run newton_phase and schulz_phase through polar::SerialBlock, and on
+// std::threads under ThreadSanitizer (tests/base/test_polar_block_threads.cpp).
 #include "base/polar_block.hpp"
 #include "cuda/check.hpp"
 #include "kernels/device_util.cuh"
@@ -13,12 +14,15 @@
 namespace dcalign::cuda::kernels {
 namespace {
 
-/// The thread block as polar_block.hpp's Block: kThreads threads, reductions through `red`
-/// (shared, kThreads doubles and kThreads ints) in an order fixed by the block size, so that
-/// every run gives the same values.
+/// Doubles of the reductions' shared workspace: two rounds (alternating) of two sums per warp.
+constexpr int kReduceSlots = 4 * kWarps;
+
+/// The thread block as polar_block.hpp's Block: kThreads threads. Reductions go through `red`
+/// (shared, kReduceSlots doubles) in an order fixed by the block size, so that every run gives
+/// the same values; argmax is each warp's own.
 struct CudaBlock {
   double* red;
-  int* redi;
+  int round = 0;  // the same on every thread: all of them run the same reductions
 
   template <typename F>
   __device__ void for_each(int n, F f) {
@@ -41,27 +45,47 @@ struct CudaBlock {
   __device__ void sync() { __syncthreads(); }
   template <typename F>
   __device__ double sum(int n, F f) {
-    double s = 0;
-    for (int i = threadIdx.x; i < n; i += kThreads) s += f(i);
-    return all_sum(s, 0);
+    double a = 0, b = 0;
+    sum2(
+        n, [&](int i, double& s1, double&) { s1 += f(i); }, a, b);
+    return a;
   }
+  /// Both sums in one barrier: each warp's partial sums go to this round's half of `red`, and
+  /// every thread adds the kWarps partials in the same order after the barrier. Rounds
+  /// alternate halves: a thread can only write a half again two reductions later, past the
+  /// next reduction's barrier, which every reader of this round's partials has passed.
   template <typename F>
   __device__ void sum2(int n, F f, double& a, double& b) {
     double s1 = 0, s2 = 0;
     for (int i = threadIdx.x; i < n; i += kThreads) f(i, s1, s2);
-    a = all_sum(s1, 0);
-    b = all_sum(s2, 1);
+    s1 = warp_sum(s1);
+    s2 = warp_sum(s2);
+    double* part = red + (round & 1) * 2 * kWarps;
+    ++round;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+      part[warp] = s1;
+      part[kWarps + warp] = s2;
+    }
+    __syncthreads();
+    a = 0;
+    b = 0;
+    for (int w = 0; w < kWarps; ++w) {  // every thread, the same order
+      a += part[w];
+      b += part[kWarps + w];
+    }
   }
-  /// The first index of the largest value: the pair (value, index) reduced by "larger value,
-  /// then smaller index", an associative and commutative rule, so the result does not depend
-  /// on the order: within each warp by shuffles, then over the kWarps warp results by every
-  /// thread in the same order. Three barriers (the tree over shared memory it replaces took
-  /// eleven, in each of the n pivot steps of every inverse).
+  /// The first index of the largest value, found by every warp on its own: the lanes scan the
+  /// n values strided, then the pairs (value, index) meet in a butterfly of shuffles under the
+  /// rule "larger value, then smaller index", which is associative and commutative, so every
+  /// lane of every warp ends with the same pair whatever the order. No barrier and no shared
+  /// workspace (the shared-memory version took three barriers in each of the n pivot steps of
+  /// every inverse).
   template <typename F>
   __device__ int argmax(int n, F f) {
     double top = -1;
     int best = 0x7fffffff;
-    for (int i = threadIdx.x; i < n; i += kThreads) {
+    for (int i = threadIdx.x & 31; i < n; i += 32) {
       const double v = f(i);
       if (v > top) {  // strided ascending i: the first of equal values; a NaN never enters
         top = v;
@@ -69,45 +93,16 @@ struct CudaBlock {
       }
     }
     for (int offset = 16; offset > 0; offset >>= 1) {
-      const double v = __shfl_down_sync(0xffffffffu, top, offset);
-      const int j = __shfl_down_sync(0xffffffffu, best, offset);
+      const double v = __shfl_xor_sync(0xffffffffu, top, offset);
+      const int j = __shfl_xor_sync(0xffffffffu, best, offset);
       if (v > top || (v == top && j < best)) {
         top = v;
         best = j;
       }
     }
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();  // red may still be read by the previous reduction
-    if (lane == 0) {
-      red[warp] = top;
-      redi[warp] = best;
-    }
-    __syncthreads();
-    double t = red[0];
-    int w = redi[0];
-    for (int k = 1; k < kWarps; ++k)
-      if (red[k] > t || (red[k] == t && redi[k] < w)) {
-        t = red[k];
-        w = redi[k];
-      }
-    __syncthreads();  // every reduction ends with the block synchronised (polar_block.hpp)
-    return w == 0x7fffffff ? 0 : w;  // all NaN: row k, as SerialBlock
+    return best == 0x7fffffff ? 0 : best;  // all NaN: row k, as SerialBlock
   }
   __device__ bool leader() const { return threadIdx.x == 0; }
-
-  /// The block's sum of v, on every thread; `slot` (0 or 1) keeps two sums of one call apart.
-  __device__ double all_sum(double v, int slot) {
-    v = warp_sum(v);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    double* part = red + slot * kWarps;
-    __syncthreads();
-    if (lane == 0) part[warp] = v;
-    __syncthreads();
-    double total = 0;
-    for (int w = 0; w < kWarps; ++w) total += part[w];  // every thread, the same order
-    __syncthreads();
-    return total;
-  }
 };
 
 template <typename T>
@@ -116,8 +111,7 @@ __global__ void __launch_bounds__(kThreads)
                               T* G) {
   extern __shared__ double shared_raw[];  // double: aligned for T and for the reductions
   double* red = shared_raw;
-  int* redi = reinterpret_cast<int*>(red + kThreads);
-  T* x = reinterpret_cast<T*>(redi + kThreads);
+  T* x = reinterpret_cast<T*>(red + kReduceSlots);
   T* y = x + n * n;
   T* column = y + n * n;
   int* swaps = reinterpret_cast<int*>(column + n);
@@ -126,7 +120,7 @@ __global__ void __launch_bounds__(kThreads)
   T* xg = X + k * per;
   T* st = state + k * polar::kStateSize;
   for (int e = threadIdx.x; e < per; e += kThreads) x[e] = xg[e];
-  CudaBlock b{red, redi};
+  CudaBlock b{red};
   const bool still = polar::newton_phase(b, x, y, st, n, max_steps, tolerance, column, swaps);
   if (G) {
     // The polish in the same block, from X still in shared memory, its own count of steps
@@ -145,8 +139,8 @@ template <typename T>
 std::size_t polar_fused_shared_bytes(index_t n) {
   // reductions, X, Y, the column of multipliers, the row swaps (rounded up to 8 bytes)
   const std::size_t swaps = (sizeof(int) * static_cast<std::size_t>(n) + 7) / 8 * 8;
-  return sizeof(double) * kThreads + sizeof(int) * kThreads +
-         sizeof(T) * static_cast<std::size_t>(2 * n * n + n) + swaps;
+  return sizeof(double) * kReduceSlots + sizeof(T) * static_cast<std::size_t>(2 * n * n + n) +
+         swaps;
 }
 
 template <typename T>

@@ -9,7 +9,9 @@
 #     scripts/test-python.sh);
 #  4. the same CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #     (scripts/test-sanitizers.sh);
-#  5. every libFuzzer target on its committed corpus (scripts/fuzz.sh), with a fixed seed and a
+#  5. the fused polar kernel's block code on std::threads under ThreadSanitizer, the CPU's
+#     check for the shared-memory races of that kernel (scripts/test-tsan.sh, under a minute);
+#  6. every libFuzzer target on its committed corpus (scripts/fuzz.sh), with a fixed seed and a
 #     fixed number of inputs (25000 per target, about 10 s each) so that the run is repeatable.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +24,5 @@ done
 bash scripts/test-python.sh
 bash scripts/test-python-client.sh
 bash scripts/test-sanitizers.sh
+bash scripts/test-tsan.sh
 DCALIGN_FUZZ_SEED=1 DCALIGN_FUZZ_RUNS=25000 bash scripts/fuzz.sh 60

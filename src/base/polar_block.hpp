@@ -18,9 +18,12 @@
 //   sync()             a barrier (makes the writes of for_each visible to every thread);
 //   sum(n, f)          sum of f(i) over [0, n) in double, the same value returned everywhere;
 //   sum2(n, f, a, b)   two sums at once: f(i, s1, s2) adds to s1 and s2;
-//   argmax(n, f)       the first i of the largest f(i) (f(i) >= 0), the same everywhere;
+//   argmax(n, f)       the first i of the largest f(i) (f(i) >= 0), the same everywhere; no
+//                      barrier and no shared workspace (each CUDA warp scans all n itself), so
+//                      f may only read what no thread writes before the next sync();
 //   leader()           true on exactly one thread.
-// Every reduction ends with the block synchronised.
+// sum and sum2 hold a barrier after every thread's last call of f: f's accesses are ordered
+// before everything that follows the reduction.
 #include "base/polar_scalar.hpp"
 
 namespace dcalign::polar {
@@ -67,52 +70,56 @@ struct SerialBlock {
 
 /// A <- A^{-1} for the n x n column-major A (leading dimension n), in place, by Gauss-Jordan
 /// elimination with partial pivoting; `column` holds n values and `swaps` n ints of workspace.
-/// False for an exactly zero pivot, with A then undefined.
+/// False for an exactly zero pivot, with A then undefined. The caller has synchronised the
+/// block after writing A.
 ///
 /// Step k: the row p >= k of the largest |A(p, k)| is swapped into row k; row k is divided by
 /// the pivot with A(k, k) replaced by 1 first (so it ends as 1 / pivot); every other row i
 /// subtracts A(i, k) times row k, with A(i, k) replaced by 0 first. The row swaps, undone in
 /// reverse order as column swaps, give A^{-1} of the unpermuted A. About 2 n^3 flops, as LU with
 /// getri.
+///
+/// Two barriers per step (there were six until 4f48423, and one per undone swap): every thread
+/// finds the pivot row itself (Block::argmax needs no barrier) in column k, which no thread
+/// writes before the step's last pass; the swap, the scaling of row k and the multipliers are
+/// one pass that leaves column k alone; the update then writes column k from the multipliers.
+/// The arithmetic of every entry is the same as before, so the inverse is unchanged bit for
+/// bit. Which thread touches what between two barriers (a write never meets another thread's
+/// access) is checked by tests/base/test_polar_block_threads.cpp under ThreadSanitizer.
 template <typename T, typename Block>
 DCALIGN_HD inline bool gauss_jordan_inverse(Block& b, T* A, int n, T* column, int* swaps) {
   for (int k = 0; k < n; ++k) {
+    // Column k is stable here: its last writes were the previous step's update, before the
+    // barrier that ended it (or the caller's).
     const int p = k + b.argmax(n - k, [&](int i) {
       const double v = static_cast<double>(A[(k + i) + k * n]);
       return v < 0 ? -v : v;
     });
-    if (b.leader()) swaps[k] = p;
-    if (p != k) {
-      b.for_each(n, [&](int j) {
-        const T t = A[k + j * n];
-        A[k + j * n] = A[p + j * n];
-        A[p + j * n] = t;
-      });
-      // The pivot is read after the swap and its barrier: read before it, as until fc9dbb1, a
-      // thread could see A(p, k) after another thread's swap had already replaced it (the race
-      // compute-sanitizer's racecheck found on the H200), and the threads then scaled row k
-      // by different pivots.
-      b.sync();
-    }
-    const T pivot = A[k + k * n];
+    const T pivot = A[p + k * n];
     // Exactly zero: singular (as LAPACK's getrf reports it). A NaN or Inf goes on, as in the
     // CPU backend, and the step's norms then stop the matrix as non-finite. The same value on
     // every thread, so the return is uniform over the block.
     if (pivot == T(0)) return false;
+    if (b.leader()) swaps[k] = p;
     const T inv = T(1) / pivot;
-    // One pass over disjoint entries: the multipliers column[i] = A(i, k), i != k, and row k
-    // but A(k, k) scaled by 1 / pivot. A(k, k), which every thread has just read as the pivot,
-    // is written only in the next pass, after the barrier.
+    // One pass over disjoint entries, column k only read: the multipliers column[i] = A(i, k)
+    // of the swapped matrix (row p holds the old row k), i != k; and in every column j != k,
+    // rows k and p exchanged with the new row k scaled by 1 / pivot (one thread per column).
     b.for_each(2 * n, [&](int t) {
       if (t < n) {
-        if (t != k) column[t] = A[t + k * n];
-      } else if (t - n != k) {
-        A[k + (t - n) * n] *= inv;
+        if (t != k) column[t] = A[(t == p ? k : t) + k * n];
+        return;
       }
+      const int j = t - n;
+      if (j == k) return;
+      const T top = A[p + j * n];
+      if (p != k) A[p + j * n] = A[k + j * n];
+      A[k + j * n] = top * inv;
     });
     b.sync();
     // Every other row i subtracts column[i] times row k; column k becomes -column[i] / pivot
-    // and A(k, k) becomes 1 / pivot (the same operations as scaling A(k, k) = 1 first).
+    // and A(k, k) becomes 1 / pivot (the same operations as scaling A(k, k) = 1 first). Column
+    // k, never swapped, is written whole here.
     b.for_each_2d(n, n, [&](int i, int j) {
       T& a = A[i + j * n];
       if (i == k) {
@@ -124,16 +131,19 @@ DCALIGN_HD inline bool gauss_jordan_inverse(Block& b, T* A, int n, T* column, in
     });
     b.sync();
   }
-  for (int k = n - 1; k >= 0; --k) {
-    const int p = swaps[k];
-    if (p != k)
-      b.for_each(n, [&](int i) {
+  // The column swaps, in reverse order, one row per thread: a row's entries only move within
+  // the row, so one barrier at the end covers all of them.
+  b.for_each(n, [&](int i) {
+    for (int k = n - 1; k >= 0; --k) {
+      const int p = swaps[k];
+      if (p != k) {
         const T t = A[i + k * n];
         A[i + k * n] = A[i + p * n];
         A[i + p * n] = t;
-      });
-    b.sync();
-  }
+      }
+    }
+  });
+  b.sync();
   return true;
 }
 
