@@ -186,6 +186,27 @@ std::vector<double> decide_ranks(Context<T>& ctx, const PolarInfo<T>& info,
 template <typename T>
 void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::string& what);
 
+/// procrustes_to_target after its products and polar step: ctx.products holds the M_i and
+/// `info` is their polar step's (G written); the phase lap, the rank check and the report.
+template <typename T>
+void finish_procrustes(Context<T>& ctx, MatrixView<const T> Z, const PolarInfo<T>& info,
+                       const std::string& what);
+
+/// Whether ODC with a Haar O orders its products as (A_i^T A_r) O, so that the host's draw of O
+/// (target_rotation: a Gaussian and a LAPACK QR, about 0.1 ms at l = 50 on a server core, which
+/// the GPU otherwise waits for) runs while the device forms W^T A_r: a backend other than the
+/// CPU (whose gemm returns only when done), one process (A_r is then here), l below
+/// haar_on_backend_from (from there on the backend draws O), G contiguous (its memory holds
+/// W^T A_r until the polar step writes G). The M_i differ from A_i^T (A_r O) by rounding only.
+template <typename T>
+bool host_rotation_behind_products(const Context<T>& ctx);
+
+/// That order: W^T A_r (c*l x l) into `scratch`, then O drawn on the host (target_rotation)
+/// and uploaded, Z = A_r O and `products` = (W^T A_r) O (c*l x l, row block i is M_i).
+template <typename T>
+void products_rotation_last(Primitives<T>& p, StackView<const T> A, index_t reference,
+                            const AlignOptions& opts, T* scratch, MatrixView<T> Z, T* products);
+
 /// align_resident for the users of one process of `team` (src/dist: every process calls it
 /// with its own users; src/core/align.cpp: the one process, with a solo Team).
 template <typename T>

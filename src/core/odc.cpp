@@ -27,6 +27,15 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
     require_finite(given, "explicit ODC target Z");
     Buffer<T> up = upload(p, given);
     p.copy(up.data(), Z.data(), a * l);
+  } else if (host_rotation_behind_products(ctx)) {
+    // G's memory holds W^T A_r until the polar step writes G.
+    ctx.products = p.allocate(ctx.users() * l * l);
+    products_rotation_last(p, ctx.A, ctx.opts.reference_user, ctx.opts, ctx.G.data(), Z,
+                           ctx.products.data());
+    ctx.timer.lap("target");
+    finish_procrustes(ctx, MatrixView<const T>(Z), polar_of_products(ctx, ctx.products.data()),
+                      "A_i^T A_r O (r the reference user)");
+    return;
   } else {
     reference_target(ctx, Z);
   }
@@ -96,10 +105,38 @@ void reference_target(Context<T>& ctx, MatrixView<T> Z) {
 }
 
 template <typename T>
+void products_rotation_last(Primitives<T>& p, StackView<const T> A, index_t reference,
+                            const AlignOptions& opts, T* scratch, MatrixView<T> Z, T* products) {
+  const index_t c = A.count(), l = A.cols();
+  const MatrixView<const T> Ar = A[reference];
+  const MatrixView<T> first(scratch, c * l, l);
+  // Queued first; the host then draws O (a Gaussian and a LAPACK QR) while the device works.
+  p.gemm(Op::trans, Op::none, T(1), A.concatenated(), Ar, T(0), first);
+  const Buffer<T> o = upload(p, target_rotation(opts, l));
+  const MatrixView<const T> O(o.data(), l, l);
+  p.gemm(Op::none, Op::none, T(1), Ar, O, T(0), Z);
+  p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(first), O, T(0),
+         MatrixView<T>(products, c * l, l));
+}
+
+template <typename T>
+bool host_rotation_behind_products(const Context<T>& ctx) {
+  return ctx.opts.rotation == TargetRotation::haar && ctx.p.device() != Device::cpu &&
+         ctx.team.solo() && ctx.dim() < haar_on_backend_from && ctx.G.contiguous() &&
+         ctx.opts.reference_user >= 0 && ctx.opts.reference_user < ctx.users();
+}
+
+template <typename T>
 void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::string& what) {
   const index_t l = ctx.dim(), c = ctx.users();
   ctx.products = ctx.p.allocate(c * l * l);
-  PolarInfo<T> info = procrustes_step(ctx, Z, ctx.products.data());
+  finish_procrustes(ctx, Z, procrustes_step(ctx, Z, ctx.products.data()), what);
+}
+
+template <typename T>
+void finish_procrustes(Context<T>& ctx, MatrixView<const T> Z, const PolarInfo<T>& info,
+                       const std::string& what) {
+  ctx.values_checked = true;
   ctx.timer.lap("procrustes");
   const std::vector<double> ratio = decide_ranks<T>(
       ctx, info, [&] { return Z; }, ctx.products.data(), what, true);
@@ -115,6 +152,13 @@ template Buffer<double> haar_rotation_on_backend<double>(Primitives<double>&, st
                                                          index_t);
 template void reference_target<float>(Context<float>&, MatrixView<float>);
 template void reference_target<double>(Context<double>&, MatrixView<double>);
+template void products_rotation_last<float>(Primitives<float>&, StackView<const float>, index_t,
+                                            const AlignOptions&, float*, MatrixView<float>, float*);
+template void products_rotation_last<double>(Primitives<double>&, StackView<const double>, index_t,
+                                             const AlignOptions&, double*, MatrixView<double>,
+                                             double*);
+template bool host_rotation_behind_products<float>(const Context<float>&);
+template bool host_rotation_behind_products<double>(const Context<double>&);
 template void procrustes_to_target<float>(Context<float>&, MatrixView<const float>,
                                           const std::string&);
 template void procrustes_to_target<double>(Context<double>&, MatrixView<const double>,

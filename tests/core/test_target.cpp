@@ -59,5 +59,58 @@ TYPED_TEST(HaarOnBackend, IsTheHostsHaarMatrixUpToRounding) {
   }
 }
 
+// The order of ODC's products that hides the host's draw of O behind the device's product
+// (products_rotation_last, taken by backends other than the CPU for l < haar_on_backend_from):
+// Z must be A_r O and the products W^T Z with target_rotation's O, to the rounding of the two
+// orders of multiplication (each entry a sum of a + l products of terms bounded by the anchors'
+// scale, so (a + l) u times the sizes, with a factor 4 of slack).
+TYPED_TEST(HaarOnBackend, RotationLastGivesTheProductsOfTheTarget) {
+  using T = TypeParam;
+  auto backend = make_backend(Device::cpu);
+  Primitives<T>& p = backend->template primitives<T>();
+  const index_t c = 4, a = 30, l = 6, reference = 2;
+  Rng rng = Rng::stream(91, 1);
+  const Matrix<double> W = random_normal<double>(a, c * l, rng);
+  AlignOptions opts;
+  opts.seed = 12;
+  opts.rotation = TargetRotation::haar;
+  Buffer<T> w = p.allocate(a * c * l), scratch = p.allocate(c * l * l), z = p.allocate(a * l),
+            products = p.allocate(c * l * l);
+  const Matrix<T> wt = testing::convert<T>(W);
+  p.to_device(wt.data(), w.data(), a * c * l);
+  core::products_rotation_last(p, StackView<const T>(w.data(), c, a, l), reference, opts,
+                               scratch.data(), MatrixView<T>(z.data(), a, l), products.data());
+  Matrix<T> zh(a, l), mh(c * l, l);
+  p.to_host(z.data(), zh.data(), a * l);
+  p.to_host(products.data(), mh.data(), c * l * l);
+
+  const Matrix<double> O = core::target_rotation(opts, l);
+  Matrix<double> Ar(a, l);
+  for (index_t j = 0; j < l; ++j)
+    for (index_t i = 0; i < a; ++i) Ar(i, j) = double(wt(i, reference * l + j));
+  const Matrix<double> Zref = testing::mul(Ar, O);
+  const Matrix<double> Mref = testing::mul(testing::to_double(wt), Zref, true, false);
+  // Entrywise bounds of the two orders' rounding against the exact products: Z's entries are
+  // sums of l terms, the products' of a terms and then l, with O rounded to T (one u each);
+  // so (l + 2) u (|A_r| |O|) for Z and (a + l + 3) u (|W|^T |A_r| |O|) for the products, twice
+  // that for the two sides' errors.
+  auto absolute = [](Matrix<double> m) {
+    for (index_t e = 0; e < m.size(); ++e) m.data()[e] = std::abs(m.data()[e]);
+    return m;
+  };
+  const Matrix<double> zscale = testing::mul(absolute(Ar), absolute(O));
+  const Matrix<double> mscale = testing::mul(
+      testing::mul(absolute(testing::to_double(wt)), absolute(Ar), true, false), absolute(O));
+  const double u = testing::eps<T>() / 2;
+  for (index_t j = 0; j < l; ++j) {
+    for (index_t i = 0; i < a; ++i)
+      EXPECT_LE(std::abs(double(zh(i, j)) - Zref(i, j)), 2 * double(l + 2) * u * zscale(i, j))
+          << i << " " << j;
+    for (index_t i = 0; i < c * l; ++i)
+      EXPECT_LE(std::abs(double(mh(i, j)) - Mref(i, j)), 2 * double(a + l + 3) * u * mscale(i, j))
+          << i << " " << j;
+  }
+}
+
 }  // namespace
 }  // namespace dcalign
