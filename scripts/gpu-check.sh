@@ -55,8 +55,8 @@
 # cmake-off), and check CMakeCache.txt that the paths lie in the prefix; (3) build only the
 # library, test_cuda, test_cuda_conformance and gpu_bench; (4) ctest -L gpu; (5) with
 # DCALIGN_GPU_TEST_SMALL=1 (the tests' small shapes), compute-sanitizer memcheck over every GPU
-# test program and racecheck over the tests of dcalign's own kernels, side by side; (6) gpu_bench;
-# (7) the PyTorch peer; (8) summary.md. A step that fails does not stop the independent steps
+# test program, racecheck and synccheck over the tests of dcalign's own kernels, side by side;
+# (6) gpu_bench; (7) the PyTorch peer; (8) summary.md. A step that fails does not stop the independent steps
 # after it. Exit status 0 only when every step passed and a GPU was used; with no usable GPU the
 # script says "no usable GPU: <reason>", does what it can (unpack, configure, build, ctest,
 # whose GPU tests then skip) and exits 1.
@@ -87,8 +87,9 @@ BENCH_SECONDS=""
 PEER_SECONDS=""
 # memcheck: every test of every GPU test program (an empty filter); racecheck: the tests of
 # dcalign's own kernels with shared memory (polar start / Newton step, the fused Newton phase
-# and its polish, finiteness scans, reductions), both precisions. When the racecheck default
-# matches no test (renamed tests), the fallback after it is used.
+# and its polish, finiteness scans, reductions), both precisions, and synccheck on the same
+# tests. When the racecheck default matches no test (renamed tests), the fallback after it is
+# used.
 MEMCHECK_RE=""
 RACECHECK_RE='^CudaVsCpu/[0-9]+\.(PolarIteration|PolarNewtonPhase|PolarNewtonPolish|PolarBatched|NonFinite|Orthogonality|InnerProducts)|^CudaLarge\.'
 RACECHECK_FALLBACK='polar|newton|reduc|sum_?squares|finite|orthogonal|norm'
@@ -746,6 +747,10 @@ run_sanitizers() {
   plan_sanitizer memcheck "$MEMCHECK_RE" || verdicts+=("memcheck: no test matches /$MEMCHECK_RE/i")
   plan_sanitizer racecheck "$RACECHECK_RE" "$RACECHECK_FALLBACK" ||
     verdicts+=("racecheck: no test matches /$RACECHECK_RE/i or /$RACECHECK_FALLBACK/i")
+  # synccheck on the same tests: a barrier some threads of a block miss, or a warp shuffle
+  # whose mask names lanes that do not take part (the fused kernel's pivot search shuffles).
+  plan_sanitizer synccheck "$RACECHECK_RE" "$RACECHECK_FALLBACK" ||
+    verdicts+=("synccheck: no test matches /$RACECHECK_RE/i or /$RACECHECK_FALLBACK/i")
   ((${#verdicts[@]})) && status=4
   local job tool bin filter part pids=() cmds=()
   for job in "${SAN_JOBS[@]}"; do
