@@ -931,6 +931,21 @@ fi
 # ---------------------------------------------------------------------------------------------
 # 7a. The probe (--probe): cuBLAS/cuSOLVER routes on their own, for issue 30's open goals
 
+# probe_bench WHAT ARGS...: gpu_bench with ARGS (and --no-references, a total cap) for at most
+# 40 s, its console appended to the probe's.
+probe_bench() {
+  local what=$1 ab=$BUILD/bench/gpu_bench secs
+  shift
+  secs=$(allot 40 25)
+  if [[ ! -x $ab ]] || ((secs < 20)); then
+    echo "gpu-check: $what skipped ($(remaining) s left)" >>"$PROBE_OUT"
+    return
+  fi
+  local cmd=("$ab" "$@" --no-references --max-seconds-total $((secs - 5)))
+  cmd_note "$(printf '%q ' "${cmd[@]}")"
+  echo "=== $(printf '%q ' "${cmd[@]}") ($secs s at most)" >>"$PROBE_OUT"
+  limited "$secs" "${cmd[@]}" >>"$PROBE_OUT" 2>&1 || echo "gpu-check: $what exited $?" >>"$PROBE_OUT"
+}
 run_probe() {
   local bin=$BUILD/bench/gpu_probe secs rc
   if [[ ! -x $bin ]]; then
@@ -956,36 +971,16 @@ run_probe() {
   # The library with the per-matrix inverse route (BackendOptions::cuda_inverse_per_matrix_from)
   # on ODC at (1000, 950, 50), the point whose Newton steps the probe's inverse case times: its
   # table goes into the probe's console (summary.md), beside the main benchmark's same point.
-  local ab=$BUILD/bench/gpu_bench
-  secs=$(allot 40 25)
-  if [[ -x $ab ]] && ((secs >= 20)); then
-    local abcmd=("$ab" --points "1000,950,50" --methods odc --precision float64,float32
-      --repetitions 5 --warmup 1 --max-seconds-per-series 8 --max-seconds-total $((secs - 5))
-      --no-references --inverse-per-matrix-from 256 --json "$BUILD/gpu_bench_inverse.json")
-    cmd_note "$(printf '%q ' "${abcmd[@]}")"
-    echo "=== $(printf '%q ' "${abcmd[@]}") ($secs s at most)" >>"$PROBE_OUT"
-    limited "$secs" "${abcmd[@]}" >>"$PROBE_OUT" 2>&1 ||
-      echo "gpu-check: the per-matrix inverse run exited $?" >>"$PROBE_OUT"
-  else
-    echo "gpu-check: the per-matrix inverse run skipped ($(remaining) s left)" >>"$PROBE_OUT"
-  fi
+  probe_bench "the per-matrix inverse run" --points "1000,950,50" --methods odc \
+    --precision float64,float32 --repetitions 5 --warmup 1 --max-seconds-per-series 8 \
+    --inverse-per-matrix-from 256 --json "$BUILD/gpu_bench_inverse.json"
   # Imakura-DC and Kawakami-DC with the randomized top-l SVD, as paper 001 timed them (its
   # Figure 6 used randomized SVD for both): i.i.d. anchors have no gap after sigma_l, so the
   # exact Gram route's eigensolver (syevdx, about 50 ms of the 61 at (20000, 50, 50)) is the
   # floor of the default, and this run shows the other configuration's times beside it.
-  secs=$(allot 40 25)
-  if [[ -x $ab ]] && ((secs >= 20)); then
-    local rcmd=("$ab" --points "20000,50,50;1000,50,1000;1000,50,10000" --methods imakura,kawakami
-      --precision float32,float64 --svd randomized --repetitions 20 --warmup 2
-      --max-seconds-per-series 2 --max-seconds-total $((secs - 5)) --no-references
-      --json "$BUILD/gpu_bench_randomized.json")
-    cmd_note "$(printf '%q ' "${rcmd[@]}")"
-    echo "=== $(printf '%q ' "${rcmd[@]}") ($secs s at most)" >>"$PROBE_OUT"
-    limited "$secs" "${rcmd[@]}" >>"$PROBE_OUT" 2>&1 ||
-      echo "gpu-check: the randomized SVD run exited $?" >>"$PROBE_OUT"
-  else
-    echo "gpu-check: the randomized SVD run skipped ($(remaining) s left)" >>"$PROBE_OUT"
-  fi
+  probe_bench "the randomized SVD run" --points "20000,50,50;1000,50,1000;1000,50,10000" \
+    --methods imakura,kawakami --precision float32,float64 --svd randomized --repetitions 20 \
+    --warmup 2 --max-seconds-per-series 2 --json "$BUILD/gpu_bench_randomized.json"
 }
 if [[ $PROBE -eq 1 && $GPU_OK -eq 1 ]]; then
   run_probe
