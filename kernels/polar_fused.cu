@@ -28,19 +28,12 @@ struct CudaBlock {
   __device__ void for_each(int n, F f) {
     for (int i = threadIdx.x; i < n; i += kThreads) f(i);
   }
-  /// One row per thread: thread t takes row t % rows and the columns t / rows + m * groups of
-  /// it (groups = kThreads / rows whole row sets; the few threads past them idle), so the
-  /// innermost loops of the inverse and the polish carry no integer division, and a warp's
-  /// lanes touch consecutive entries of a column (no bank conflicts). Rows beyond the block
-  /// size fall back to the flat loop.
+  /// One row per thread (polar::split_2d): no integer division in the innermost loops of the
+  /// inverse and the polish, and a warp's lanes touch consecutive entries of a column (no bank
+  /// conflicts).
   template <typename F>
   __device__ void for_each_2d(int rows, int cols, F f) {
-    if (rows > kThreads) {
-      for (int e = threadIdx.x; e < rows * cols; e += kThreads) f(e % rows, e / rows);
-      return;
-    }
-    const int groups = kThreads / rows, i = threadIdx.x % rows;
-    for (int j = threadIdx.x / rows; j < cols && threadIdx.x < groups * rows; j += groups) f(i, j);
+    polar::split_2d(static_cast<int>(threadIdx.x), kThreads, rows, cols, f);
   }
   __device__ void sync() { __syncthreads(); }
   template <typename F>

@@ -28,6 +28,22 @@
 
 namespace dcalign::polar {
 
+/// The split of Block::for_each_2d over `threads` threads, as thread `tid` takes it (the CUDA
+/// block's, and the threaded test block's, so that the test splits the work as the GPU does):
+/// one row per thread, thread t taking row t % rows and the columns t / rows + m * groups of
+/// it (groups = threads / rows whole row sets; the few threads past them idle), so the
+/// innermost loops carry no integer division and consecutive threads touch consecutive entries
+/// of a column. Rows beyond the thread count fall back to the flat loop.
+template <typename F>
+DCALIGN_HD inline void split_2d(int tid, int threads, int rows, int cols, F f) {
+  if (rows > threads) {
+    for (int e = tid; e < rows * cols; e += threads) f(e % rows, e / rows);
+    return;
+  }
+  const int groups = threads / rows, i = tid % rows;
+  for (int j = tid / rows; j < cols && tid < groups * rows; j += groups) f(i, j);
+}
+
 /// The block of one CPU thread: the reference execution of the block code (the tests).
 struct SerialBlock {
   template <typename F>

@@ -73,12 +73,7 @@ struct ThreadBlock {
   }
   template <typename F>
   void for_each_2d(int rows, int cols, F f) {
-    if (rows > threads) {
-      for (int e = tid; e < rows * cols; e += threads) f(e % rows, e / rows);
-      return;
-    }
-    const int groups = threads / rows, i = tid % rows;
-    for (int j = tid / rows; j < cols && tid < groups * rows; j += groups) f(i, j);
+    polar::split_2d(tid, threads, rows, cols, f);
   }
   void sync() { shared->barrier.wait(); }
   template <typename F>
