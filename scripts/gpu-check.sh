@@ -57,8 +57,8 @@
 # library, test_cuda, test_cuda_conformance and gpu_bench; (4) ctest -L gpu; (5) with
 # DCALIGN_GPU_TEST_SMALL=1 (the tests' small shapes), compute-sanitizer memcheck over every GPU
 # test program, racecheck and synccheck over the tests of dcalign's own kernels, side by side;
-# (6) gpu_bench; (7) the PyTorch peer; (8) summary.md. A step that fails does not stop the independent steps
-# after it. Exit status 0 only when every step passed and a GPU was used; with no usable GPU the
+# (6) gpu_bench; (7) the PyTorch peer; (8) summary.md. A step that fails does not stop the
+# independent steps after it. Exit status 0 only when every step passed and a GPU was used; with no usable GPU the
 # script says "no usable GPU: <reason>", does what it can (unpack, configure, build, ctest,
 # whose GPU tests then skip) and exits 1.
 set -uo pipefail

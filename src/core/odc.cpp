@@ -33,8 +33,9 @@ void run_odc(Context<T>& ctx, MatrixView<T> target) {
     products_rotation_last(p, ctx.A, ctx.opts.reference_user, ctx.opts, ctx.G.data(), Z,
                            ctx.products.data());
     ctx.timer.lap("target");
-    finish_procrustes(ctx, MatrixView<const T>(Z), polar_of_products(ctx, ctx.products.data()),
-                      "A_i^T A_r O (r the reference user)");
+    const PolarInfo<T> info = polar_of_products(ctx, ctx.products.data());
+    ctx.values_checked = true;  // as procrustes_step: finite products prove finite anchors
+    finish_procrustes(ctx, MatrixView<const T>(Z), info, "A_i^T A_r O (r the reference user)");
     return;
   } else {
     reference_target(ctx, Z);
@@ -122,8 +123,7 @@ void products_rotation_last(Primitives<T>& p, StackView<const T> A, index_t refe
 template <typename T>
 bool host_rotation_behind_products(const Context<T>& ctx) {
   return ctx.opts.rotation == TargetRotation::haar && ctx.p.device() != Device::cpu &&
-         ctx.team.solo() && ctx.dim() < haar_on_backend_from && ctx.G.contiguous() &&
-         ctx.opts.reference_user >= 0 && ctx.opts.reference_user < ctx.users();
+         ctx.team.solo() && ctx.dim() < haar_on_backend_from && ctx.G.contiguous();
 }
 
 template <typename T>
@@ -136,7 +136,6 @@ void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::str
 template <typename T>
 void finish_procrustes(Context<T>& ctx, MatrixView<const T> Z, const PolarInfo<T>& info,
                        const std::string& what) {
-  ctx.values_checked = true;
   ctx.timer.lap("procrustes");
   const std::vector<double> ratio = decide_ranks<T>(
       ctx, info, [&] { return Z; }, ctx.products.data(), what, true);

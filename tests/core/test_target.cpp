@@ -62,8 +62,7 @@ TYPED_TEST(HaarOnBackend, IsTheHostsHaarMatrixUpToRounding) {
 // The order of ODC's products that hides the host's draw of O behind the device's product
 // (products_rotation_last, taken by backends other than the CPU for l < haar_on_backend_from):
 // Z must be A_r O and the products W^T Z with target_rotation's O, to the rounding of the two
-// orders of multiplication (each entry a sum of a + l products of terms bounded by the anchors'
-// scale, so (a + l) u times the sizes, with a factor 4 of slack).
+// orders of multiplication, entry by entry (the bounds are derived below).
 TYPED_TEST(HaarOnBackend, RotationLastGivesTheProductsOfTheTarget) {
   using T = TypeParam;
   auto backend = make_backend(Device::cpu);
@@ -85,9 +84,8 @@ TYPED_TEST(HaarOnBackend, RotationLastGivesTheProductsOfTheTarget) {
   p.to_host(products.data(), mh.data(), c * l * l);
 
   const Matrix<double> O = core::target_rotation(opts, l);
-  Matrix<double> Ar(a, l);
-  for (index_t j = 0; j < l; ++j)
-    for (index_t i = 0; i < a; ++i) Ar(i, j) = double(wt(i, reference * l + j));
+  const Matrix<double> Ar =
+      testing::to_double(MatrixView<const T>(wt.data() + reference * a * l, a, l));
   const Matrix<double> Zref = testing::mul(Ar, O);
   const Matrix<double> Mref = testing::mul(testing::to_double(wt), Zref, true, false);
   // Entrywise bounds of the two orders' rounding against the exact products: Z's entries are
