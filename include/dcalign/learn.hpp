@@ -219,6 +219,13 @@ class Model {
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options = {});
 /// The kinds make_model knows ("mlp", "logreg", "svm", "knn", "forest", "linear"), in that
 /// order.
+/// What a saved model of `kind` keeps of its training data beyond fitted parameters, in words
+/// ("every training row" for knn, the support vectors of svm, the forest's split thresholds), or
+/// "" for a kind whose saved state holds only parameters fitted over all rows (mlp, logreg,
+/// linear). Whoever receives a model of the first kind receives (approximations of) training
+/// rows: the analyst service never hands such a model to participants. Throws InvalidInput for
+/// an unknown kind.
+std::string model_training_data(const std::string& kind);
 std::vector<std::string> model_names();
 
 /// The format_version that Model::save writes and load_model reads.

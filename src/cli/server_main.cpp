@@ -2,8 +2,13 @@
 //   dcalign-server --data-dir DIR --analyst-token-file FILE (--tls-cert C --tls-key K |
 //                  --insecure-localhost) [--listen HOST:PORT] [--port-file FILE] ...
 // Runs until SIGTERM or SIGINT, then shuts down gracefully (calls in flight finish within
-// --shutdown-grace seconds, the running job finishes). Errors exit 1, usage errors 2.
+// --shutdown-grace seconds, the running job finishes). Errors exit 1, usage errors 2; a server
+// that can no longer accept connections shuts down and exits 75 (EX_TEMPFAIL), for its
+// supervisor to restart it (systemd: Restart=on-failure).
 #include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -38,6 +43,8 @@ int main(int argc, char** argv) {
   long long max_chunk = static_cast<long long>(o.max_chunk_bytes);
   long long max_part = static_cast<long long>(o.max_part_bytes);
   long long upload_streams = o.max_upload_streams, streams = o.max_concurrent_streams;
+  long long fetch_streams = o.max_fetch_streams, peer_streams = o.max_streams_per_peer;
+  long long connections = o.max_connections, peer_connections = o.max_connections_per_peer;
   double grace = o.shutdown_grace_seconds;
   app.add_option("--listen", o.listen, "host:port to listen on (port 0: any free port)")
       ->capture_default_str();
@@ -56,8 +63,25 @@ int main(int argc, char** argv) {
                    "the largest part (rows x cols x 8 bytes) a spec may declare");
   cli::add_integer(&app, "--max-upload-streams", upload_streams, 1, 100000,
                    "concurrent uploads, server-wide");
+  cli::add_integer(&app, "--max-fetch-streams", fetch_streams, 1, 100000,
+                   "concurrent fetches, server-wide");
+  cli::add_integer(&app, "--max-streams-per-peer", peer_streams, 1, 100000,
+                   "concurrent uploads and fetches from one address");
   cli::add_integer(&app, "--max-concurrent-streams", streams, 1, 100000,
                    "HTTP/2 streams per connection");
+  cli::add_integer(&app, "--max-connections", connections, 1, 1000000,
+                   "TCP connections held in all (the descriptor limit must exceed it by the "
+                   "streams and 256)");
+  cli::add_integer(&app, "--max-connections-per-peer", peer_connections, 1, 1000000,
+                   "TCP connections held from one address");
+  cli::add_real(&app, "--first-message-timeout", o.first_message_seconds,
+                "seconds a stream may take to send its first message (default 10)");
+  cli::add_real(&app, "--idle-timeout", o.idle_seconds,
+                "seconds a stream may stay silent between messages (default 60)");
+  cli::add_real(&app, "--handshake-timeout", o.handshake_seconds,
+                "seconds a new connection may take for TLS and HTTP/2 set-up (default 10)");
+  cli::add_real(&app, "--connection-idle-timeout", o.connection_idle_seconds,
+                "seconds a connection without calls is kept (default 300)");
   cli::add_real(&app, "--shutdown-grace", grace, "seconds calls in flight get at shutdown");
   cli::add_path(&app, "--port-file", port_file, "write the port here once listening");
   // SIGTERM and SIGINT are taken by sigwait below: blocked before any thread starts.
@@ -74,14 +98,29 @@ int main(int argc, char** argv) {
     o.max_part_bytes = static_cast<std::uint64_t>(max_part);
     o.max_upload_streams = static_cast<int>(upload_streams);
     o.max_concurrent_streams = static_cast<int>(streams);
+    o.max_fetch_streams = static_cast<int>(fetch_streams);
+    o.max_streams_per_peer = static_cast<int>(peer_streams);
+    o.max_connections = static_cast<int>(connections);
+    o.max_connections_per_peer = static_cast<int>(peer_connections);
     o.shutdown_grace_seconds = grace;
     o.analyst_token = dcalign::service::read_token_file(token_file, "analyst token");
+    // A server that cannot serve any more wakes the sigwait below as SIGTERM would.
+    static std::atomic<bool> unusable{false};
+    o.on_fatal = [](const std::string&) {
+      unusable = true;
+      ::kill(::getpid(), SIGTERM);
+    };
     service::Server server(o);
     server.start();
     if (!port_file.empty()) write_port_file(port_file, server.port());
     int sig = 0;
     sigwait(&signals, &sig);
     server.shutdown();
+    if (unusable) {
+      std::cerr << "dcalign-server: error: the server could no longer accept connections and "
+                   "shut down; exit status 75 asks its supervisor to restart it\n";
+      return 75;
+    }
     return 0;
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

@@ -179,21 +179,26 @@ void check_forest(const ModelOptions& o) {
 
 void check_none(const ModelOptions&) {}
 
-// The model table: every kind make_model knows, its factory, its checks and how load_model
-// restores it, in the order the messages list them.
+// The model table: every kind make_model knows, its factory, its checks, how load_model
+// restores it and what of the training data its saved state holds (model_training_data), in
+// the order the messages list them.
 struct ModelKind {
   const char* name;
   std::unique_ptr<Model> (*make)(const ModelOptions&);
   void (*check)(const ModelOptions&);
   std::unique_ptr<Model> (*restore)(detail::ModelReader&);
+  const char* training_data;  ///< nullptr: only fitted parameters; else what it keeps
 };
 constexpr ModelKind kModels[] = {
-    {"mlp", detail::make_mlp, check_mlp, detail::restore_mlp},
-    {"logreg", detail::make_logreg, check_logreg, detail::restore_logreg},
-    {"svm", detail::make_svm, check_svm, detail::restore_svm},
-    {"knn", detail::make_knn, check_knn, detail::restore_knn},
-    {"forest", detail::make_forest, check_forest, detail::restore_forest},
-    {"linear", detail::make_linear, check_none, detail::restore_linear},
+    {"mlp", detail::make_mlp, check_mlp, detail::restore_mlp, nullptr},
+    {"logreg", detail::make_logreg, check_logreg, detail::restore_logreg, nullptr},
+    {"svm", detail::make_svm, check_svm, detail::restore_svm,
+     "its support vectors, which are training rows"},
+    {"knn", detail::make_knn, check_knn, detail::restore_knn, "every training row"},
+    {"forest", detail::make_forest, check_forest, detail::restore_forest,
+     "split thresholds half way between single training values, and trees grown until their "
+     "leaves are pure isolate single rows"},
+    {"linear", detail::make_linear, check_none, detail::restore_linear, nullptr},
 };
 
 std::string kind_list() {
@@ -323,6 +328,14 @@ std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const auto& m : kModels) names.push_back(m.name);
   return names;
+}
+
+std::string model_training_data(const std::string& kind) {
+  const ModelKind* m = find_model(kind);
+  if (!m)
+    throw InvalidInput("model_training_data: unknown model \"" + kind + "\"; expected one of " +
+                       kind_list());
+  return m->training_data ? m->training_data : "";
 }
 
 std::unique_ptr<Model> make_model(const std::string& kind, const ModelOptions& options) {

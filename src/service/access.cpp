@@ -1,5 +1,9 @@
 #include "service/access.hpp"
 
+#include <atomic>
+
+#include "service/rpc.hpp"
+
 #include "service/common.hpp"
 
 namespace dcalign::service::rpc {
@@ -85,6 +89,28 @@ Status Access::member_of(ServerContext* ctx, const std::string& id, Caller* c,
   if (!c->analyst && id != c->who.collaboration)
     return error(StatusCode::PERMISSION_DENIED, "this token belongs to another collaboration");
   return found(id, spec);
+}
+
+}  // namespace dcalign::service::rpc
+
+namespace dcalign::service::rpc {
+
+Status status_of(const char* rpc, const std::exception& e) {
+  if (dynamic_cast<const InvalidInput*>(&e))
+    return error(StatusCode::INVALID_ARGUMENT, redact_paths(e.what()));
+  if (dynamic_cast<const GoneError*>(&e)) return error(StatusCode::NOT_FOUND, e.what());
+  static std::atomic<unsigned long> incidents{0};
+  const unsigned long incident = ++incidents;
+  log_event("error", "rpc_failed", {{"rpc", rpc}, {"incident", incident}, {"error", e.what()}});
+  if (out_of_space(e))
+    return error(StatusCode::RESOURCE_EXHAUSTED,
+                 std::string(rpc) +
+                     ": the server is out of disk space: retry once the operator has freed "
+                     "space (incident " +
+                     std::to_string(incident) + " in the server's log)");
+  return error(StatusCode::INTERNAL,
+               std::string(rpc) + " failed on the server: " + redact_paths(e.what()) +
+                   " (incident " + std::to_string(incident) + " in the server's log)");
 }
 
 }  // namespace dcalign::service::rpc

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +21,49 @@
 #include "dcalign/error.hpp"
 
 namespace dcalign::service {
+
+OsError::OsError(const std::string& what, int e)
+    : IoError(what + ": " + std::strerror(e)), err(e) {}
+
+bool out_of_space(const std::exception& e) {
+  if (const auto* os = dynamic_cast<const OsError*>(&e))
+    return os->err == ENOSPC || os->err == EDQUOT;
+  if (const auto* fe = dynamic_cast<const std::filesystem::filesystem_error*>(&e))
+    return fe->code() == std::errc::no_space_on_device ||
+           fe->code() == std::error_code(EDQUOT, std::generic_category());
+  return false;
+}
+
+std::string redact_paths(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const bool starts = text[i] == '/' && (i == 0 || std::strchr(" \t'\"(=:,[", text[i - 1])) &&
+                        i + 1 < text.size() && text[i + 1] != ' ';
+    if (!starts) {
+      out.push_back(text[i++]);
+      continue;
+    }
+    std::size_t j = i;
+    while (j < text.size() && !std::strchr(" \t'\"),]\n", text[j])) ++j;
+    // A trailing ':' or '.' ends the sentence, not the path.
+    while (j > i + 1 && (text[j - 1] == ':' || text[j - 1] == '.')) --j;
+    out += "<server path>";
+    i = j;
+  }
+  return out;
+}
+
+void check_request_id(const std::string& id) {
+  if (id.empty()) return;
+  bool ok = id.size() >= 16 && id.size() <= 64;
+  for (char ch : id)
+    ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-');
+  if (!ok)
+    throw InvalidInput(
+        "request_id is not a request id: expected 16 to 64 characters of "
+        "A-Z a-z 0-9 _ -");
+}
 
 namespace {
 

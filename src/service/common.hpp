@@ -3,6 +3,8 @@
 // the crash points of the reliability tests.
 #include <nlohmann/json.hpp>
 
+#include "dcalign/error.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -30,6 +32,30 @@ class Sha256 {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// An operating-system call (or SQLite) that failed, with its errno: the server tells a caller
+/// that it is out of space (ENOSPC, EDQUOT) as RESOURCE_EXHAUSTED, not INTERNAL.
+class OsError : public IoError {
+ public:
+  OsError(const std::string& what, int err);
+  int err;
+};
+/// Whether `e` says that a disk is full (OsError, or std::filesystem's error with ENOSPC/EDQUOT).
+bool out_of_space(const std::exception& e);
+/// A caller learned something of an id that is gone (a collaboration deleted during its call):
+/// NOT_FOUND.
+class GoneError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// `text` with every absolute path replaced by "<server path>": what a remote caller may read of
+/// a server-side message (the server logs the message whole).
+std::string redact_paths(const std::string& text);
+
+/// Validates a client's request id (CreateCollaboration, ReissueToken): empty, or 16 to 64
+/// characters of [A-Za-z0-9_-]. Throws InvalidInput.
+void check_request_id(const std::string& id);
 
 std::string sha256_hex(const void* data, std::size_t n);
 inline std::string sha256_hex(const std::string& s) { return sha256_hex(s.data(), s.size()); }

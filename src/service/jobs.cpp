@@ -3,6 +3,7 @@
 // marked done, so a fetch never sees part of them; a job interrupted by a crash is queued again
 // at the next start and recomputed from its inputs (recover()).
 #include <algorithm>
+#include <cerrno>
 #include <fstream>
 #include <vector>
 
@@ -62,7 +63,7 @@ std::pair<std::vector<Matrix<double>>, AlignReport> align_as(const std::vector<M
 void write_file(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary | std::ios::trunc);
   out << text;
-  if (!out.flush()) throw IoError("cannot write " + p.string());
+  if (!out.flush()) throw OsError("cannot write " + p.string(), errno ? errno : EIO);
 }
 
 // Runs the job of `id` and publishes its results; returns the report (JSON).
@@ -91,7 +92,15 @@ std::string run_job(State& s, const std::string& id) {
 
   const fs::path dir = s.collaboration_dir(id);
   const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
-  fs::create_directories(tmp);
+  if (!fs::create_directory(tmp)) throw IoError("cannot create " + tmp.string());
+  // A job that fails removes its temporary results at once (not at the next start).
+  struct RemoveUnlessPublished {
+    const fs::path& tmp;
+    ~RemoveUnlessPublished() {
+      std::error_code ec;
+      fs::remove_all(tmp, ec);
+    }
+  } remove_tmp{tmp};
   if (spec.model() != "none") {
     // h on the stacked X~_i G_i: every participant's data and labels, checked against each other.
     std::vector<Matrix<double>> X, y;
@@ -161,7 +170,10 @@ void run_job_worker(State& s) {
       log_event("info", "job_done", {{"collaboration", id}});
     } catch (const std::exception& e) {
       end.state = "failed";
-      end.error = e.what();
+      // The store's copy is what callers read: without the server's paths (the log has them).
+      end.error = out_of_space(e) ? "the server ran out of disk space while it ran the job "
+                                    "(Run retries it once space is freed)"
+                                  : redact_paths(e.what());
       log_event("error", "job_failed", {{"collaboration", id}, {"error", e.what()}});
     }
     std::lock_guard<std::mutex> lock(s.mu);
@@ -172,15 +184,43 @@ void run_job_worker(State& s) {
 
 void recover(State& s) {
   std::error_code ec;
+  // trash/ holds only what DeleteCollaboration moved there after the rows were gone.
   fs::remove_all(s.trash_dir(), ec);
   fs::create_directories(s.root / "collaborations");
   const auto ids = s.store->collaborations();
-  // Directories of collaborations the store no longer knows (a deletion cut short).
-  for (const auto& e : fs::directory_iterator(s.root / "collaborations"))
-    if (std::find(ids.begin(), ids.end(), e.path().filename().string()) == ids.end()) {
+  const auto deleted = s.store->deleted_collaborations();
+  const auto known = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  // A directory is removed only when the store proves it an orphan: a deletion cut short left it
+  // behind its tombstone. Any other unknown directory is kept, and said; with no collaboration
+  // in the store at all, it is an error (an empty database beside data: check_database_present
+  // covers a missing or empty file, this a database emptied some other way).
+  std::vector<std::string> unknown;
+  for (const auto& e : fs::directory_iterator(s.root / "collaborations")) {
+    const std::string name = e.path().filename().string();
+    if (known(ids, name)) continue;
+    if (known(deleted, name)) {
       fs::remove_all(e.path(), ec);
-      log_event("warning", "orphan_removed", {{"path", e.path().string()}});
+      log_event("warning", "orphan_removed", {{"collaboration", name}});
+    } else {
+      unknown.push_back(name);
     }
+  }
+  for (const auto& id : deleted)
+    if (!fs::exists(s.collaboration_dir(id))) s.store->forget_deleted(id);
+  if (!unknown.empty() && ids.empty())
+    throw IoError("the database " + (s.root / "dcalign.db").string() +
+                  " holds no collaboration, but " + (s.root / "collaborations").string() +
+                  " holds " + std::to_string(unknown.size()) + " (" + unknown.front() +
+                  (unknown.size() > 1 ? ", ..." : "") +
+                  "): the server does not start on a database that does not know its data. "
+                  "Restore dcalign.db from a backup; or, to give those collaborations up, move "
+                  "their directories out of the data directory and start again");
+  for (const auto& name : unknown)
+    log_event("warning", "unknown_directory_kept",
+              {{"collaboration", name},
+               {"why", "the database does not know it and holds no record of its deletion"}});
   for (const auto& id : ids) {
     const fs::path dir = s.collaboration_dir(id);
     fs::create_directories(dir / "uploads");

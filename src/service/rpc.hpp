@@ -18,16 +18,22 @@ using grpc::ServerContext;
 using grpc::Status;
 using grpc::StatusCode;
 
-/// Runs `body`, turning dcalign's exceptions into statuses that keep their message.
+/// What a participant reads of a failed job's error (GetStatus, Fetch).
+inline constexpr const char* kJobErrorForParticipants =
+    "the job failed; the analyst can read why (the reason may concern other participants)";
+
+/// The status a remote caller gets for an exception of `rpc`: its message without the server's
+/// paths (the log keeps it whole). InvalidInput is INVALID_ARGUMENT, GoneError NOT_FOUND, a full
+/// disk RESOURCE_EXHAUSTED, anything else INTERNAL with an incident number to find the log line.
+Status status_of(const char* rpc, const std::exception& e);
+
+/// Runs `body`, turning exceptions into statuses (status_of).
 template <typename F>
 Status guarded(const char* rpc, F&& body) {
   try {
     return body();
-  } catch (const InvalidInput& e) {
-    return error(StatusCode::INVALID_ARGUMENT, e.what());
   } catch (const std::exception& e) {
-    log_event("error", "rpc_failed", {{"rpc", rpc}, {"error", e.what()}});
-    return error(StatusCode::INTERNAL, std::string(rpc) + " failed on the server: " + e.what());
+    return status_of(rpc, e);
   }
 }
 
@@ -40,6 +46,8 @@ class Service final : public v1::Analyst::Service {
     return guarded("CreateCollaboration", [&] {
       Caller c;
       if (auto st = access_.analyst(ctx, &c); !st.ok()) return st;
+      check_request_id(req->request_id());
+      if (answered(req->request_id(), *req, resp)) return Status::OK;
       check_spec(req->spec(), s_.opts.max_part_bytes);
       const std::string id = new_collaboration_id();
       std::vector<std::pair<std::string, std::string>> rows;
@@ -53,6 +61,7 @@ class Service final : public v1::Analyst::Service {
       fs::create_directories(s_.collaboration_dir(id) / "uploads");
       s_.store->create_collaboration(id, req->spec().SerializeAsString(), rows);
       resp->set_collaboration_id(id);
+      remember(req->request_id(), *req, *resp);
       log_event("info", "collaboration_created",
                 {{"collaboration", id}, {"participants", rows.size()}});
       return Status::OK;
@@ -67,12 +76,15 @@ class Service final : public v1::Analyst::Service {
       if (auto st = access_.analyst_on(ctx, req->collaboration_id(), &c, &spec); !st.ok())
         return st;
       check_name("participant", req->participant());
+      check_request_id(req->request_id());
+      if (answered(req->request_id(), *req, resp)) return Status::OK;
       const std::string token = new_token();
       if (!s_.store->replace_token(req->collaboration_id(), req->participant(), sha256_hex(token)))
         return error(StatusCode::NOT_FOUND, "collaboration " + req->collaboration_id() +
                                                 " has no participant '" + req->participant() + "'");
       resp->mutable_token()->set_participant(req->participant());
       resp->mutable_token()->set_token(token);
+      remember(req->request_id(), *req, *resp);
       log_event("info", "token_reissued",
                 {{"collaboration", req->collaboration_id()}, {"participant", req->participant()}});
       return Status::OK;
@@ -154,6 +166,10 @@ class Service final : public v1::Analyst::Service {
       for (const auto& p : spec.participants()) {
         auto* ps = resp->add_participants();
         ps->set_participant(p);
+        ps->set_uploaded(s_.uploaded(id, spec, p));
+        // A participant sees the others' progress (uploaded or not), never their shapes: the
+        // rows of a participant's data are its own business.
+        if (!c.analyst && p != c.who.participant) continue;
         for (const auto& r : s_.store->parts(id, p)) {
           auto* part = ps->add_parts();
           part->set_part(static_cast<v1::Part>(r.part));
@@ -163,12 +179,13 @@ class Service final : public v1::Analyst::Service {
           part->set_total(r.total);
           part->set_complete(r.complete);
         }
-        ps->set_uploaded(s_.uploaded(id, spec, p));
       }
       const JobRecord j = s_.store->job(id);
       resp->set_job_state(j.state);
       resp->set_job_attempts(static_cast<std::uint32_t>(j.attempts));
-      resp->set_job_error(j.error);
+      // A job's error may speak of any participant's release: the analyst reads it, and tells
+      // whom it concerns.
+      resp->set_job_error(c.analyst || j.error.empty() ? j.error : kJobErrorForParticipants);
       resp->set_job_report(j.report);
       return Status::OK;
     });
@@ -231,8 +248,38 @@ class Service final : public v1::Analyst::Service {
 
   Status upload_stream(ServerContext* ctx, const Caller& c, const v1::CollaborationSpec& spec,
                        const v1::UploadHeader& h,
-                       grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream);
+                       grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream,
+                       StreamWatchdog::Ticket& ticket);
   Status finish_part(const Caller& c, int part, const PartRecord& r);
+
+  /// The answer to an earlier call with `request_id` and the same request, into `resp`; false
+  /// when there is none (or no id). The same id with another request is InvalidInput.
+  template <typename Request, typename Response>
+  bool answered(const std::string& request_id, const Request& req, Response* resp) {
+    if (request_id.empty()) return false;
+    std::lock_guard<std::mutex> lock(s_.answers_mu);
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = s_.answers.begin(); it != s_.answers.end();)
+      it = it->second.expires < now ? s_.answers.erase(it) : std::next(it);
+    const auto it = s_.answers.find(request_id);
+    if (it == s_.answers.end()) return false;
+    if (it->second.request != req.SerializeAsString())
+      throw InvalidInput("request_id " + request_id +
+                         " was used for another request: a retry repeats the request exactly");
+    if (!resp->ParseFromString(it->second.response))
+      throw Error("the kept answer to request " + request_id + " is corrupt");
+    log_event("info", "request_answered_again", {{"request_id", request_id}});
+    return true;
+  }
+  template <typename Request, typename Response>
+  void remember(const std::string& request_id, const Request& req, const Response& resp) {
+    if (request_id.empty()) return;
+    std::lock_guard<std::mutex> lock(s_.answers_mu);
+    s_.answers[request_id] = {
+        req.SerializeAsString(), resp.SerializeAsString(),
+        std::chrono::steady_clock::now() +
+            std::chrono::seconds(static_cast<long long>(State::kRetryWindowSeconds))};
+  }
 
   State& s_;
   Access access_;

@@ -11,7 +11,9 @@
 //   collaborations/<id>/results/_model/          the model h (every participant fetches it)
 //   collaborations/<id>/results.tmp.*            a job's results while they are written
 //   trash/                                       collaborations being deleted
+//   dcalign.lock                                 flock held by the one server on the directory
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,10 +28,22 @@ struct ServerOptions {
   std::string device = "auto";              ///< auto (cuda when available), cpu or cuda
   std::uint64_t max_chunk_bytes = 1u << 20;
   std::uint64_t max_part_bytes = std::uint64_t{1} << 32;  ///< bound on one part's total
-  int max_upload_streams = 64;       ///< concurrent Upload streams, server-wide
-  int max_concurrent_streams = 256;  ///< HTTP/2 streams per connection
-  double max_rpc_seconds = 3600;     ///< a stream open longer is cancelled
+  int max_upload_streams = 64;           ///< concurrent Upload streams, server-wide
+  int max_fetch_streams = 16;            ///< concurrent Fetch streams, server-wide
+  int max_streams_per_peer = 32;         ///< Upload and Fetch streams from one address
+  int max_concurrent_streams = 256;      ///< HTTP/2 streams per connection
+  int max_connections = 512;             ///< TCP connections held, in all
+  int max_connections_per_peer = 64;     ///< TCP connections held from one address
+  double max_rpc_seconds = 3600;         ///< a stream open longer is cancelled
+  double first_message_seconds = 10;     ///< a stream's first message must come within this
+  double idle_seconds = 60;              ///< and each further one within this of the previous
+  double handshake_seconds = 10;         ///< a connection's TLS and HTTP/2 set-up must end within
+  double connection_idle_seconds = 300;  ///< a connection without calls is closed after this
   double shutdown_grace_seconds = 30;
+  /// Called (once, from a server thread) when the server can no longer serve: gRPC stopped
+  /// accepting connections. dcalign-server exits with status 75 so that its supervisor restarts
+  /// it; without a callback the server only logs it.
+  std::function<void(const std::string& reason)> on_fatal;
 };
 
 /// Rejects options that cannot work (InvalidInput naming the option).

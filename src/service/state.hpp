@@ -1,9 +1,11 @@
 #pragma once
 // What the RPC handlers (rpc.cpp), the job worker (jobs.cpp) and the server's lifecycle
 // (server.cpp) share. Internal to src/service.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -11,6 +13,8 @@
 
 #include "dcalign/align.hpp"
 #include "dcalign/service/v1/analyst.grpc.pb.h"
+#include "service/data_dir.hpp"
+#include "service/limits.hpp"
 #include "service/server.hpp"
 #include "service/store.hpp"
 
@@ -46,15 +50,31 @@ struct State {
 
   ServerOptions opts;
   fs::path root;
-  std::string analyst_hash;  ///< SHA-256 of the analyst's token
+  std::string analyst_hash;           ///< SHA-256 of the analyst's token
+  std::unique_ptr<DataDirLock> lock;  ///< held from before the store is opened
   std::unique_ptr<Store> store;
+  std::unique_ptr<ConnectionGuard> connections;
+  std::unique_ptr<StreamWatchdog> watchdog;
+
+  /// Answers of CreateCollaboration and ReissueToken by request id, kept in memory for
+  /// kRetryWindowSeconds so that a retry gets the same tokens (analyst.proto, request_id).
+  static constexpr double kRetryWindowSeconds = 600;
+  struct Answer {
+    std::string request;   ///< the serialised request it answered
+    std::string response;  ///< the serialised response
+    std::chrono::steady_clock::time_point expires;
+  };
+  std::mutex answers_mu;
+  std::map<std::string, Answer> answers;
 
   std::mutex mu;  ///< guards everything below
   std::condition_variable cv;
   bool stopping = false;
   std::set<std::string> active_parts;  ///< "<id>/<participant>/<part>" being uploaded
   int upload_streams = 0;
-  std::string running_job;  ///< the collaboration whose job runs now, or empty
+  int fetch_streams = 0;
+  std::map<std::string, int> streams_by_peer;  ///< Upload and Fetch streams by address
+  std::string running_job;                     ///< the collaboration whose job runs now, or empty
 
   fs::path collaboration_dir(const std::string& id) const;
   fs::path upload_dir(const std::string& id, const std::string& participant) const;

@@ -4,7 +4,10 @@
 
 #include <chrono>
 
+#include <cerrno>
+
 #include "dcalign/error.hpp"
+#include "service/common.hpp"
 
 namespace dcalign::service {
 namespace {
@@ -66,7 +69,9 @@ class Stmt {
     if (rc != SQLITE_OK) fail("bind");
   }
   [[noreturn]] void fail(const char* what) {
-    throw IoError("database " + path_ + ": " + what + " failed: " + sqlite3_errmsg(db_));
+    const std::string msg = "database " + path_ + ": " + what + " failed: " + sqlite3_errmsg(db_);
+    if (sqlite3_errcode(db_) == SQLITE_FULL) throw OsError(msg, ENOSPC);
+    throw IoError(msg);
   }
   sqlite3* db_;
   sqlite3_stmt* s_ = nullptr;
@@ -85,6 +90,7 @@ CREATE TABLE IF NOT EXISTS parts (
   rows INTEGER NOT NULL, cols INTEGER NOT NULL, total INTEGER NOT NULL,
   received INTEGER NOT NULL, sha256 TEXT NOT NULL, complete INTEGER NOT NULL,
   PRIMARY KEY (collaboration, participant, part));
+CREATE TABLE IF NOT EXISTS deleted_collaborations (id TEXT PRIMARY KEY, deleted REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS jobs (
   collaboration TEXT PRIMARY KEY, state TEXT NOT NULL, attempts INTEGER NOT NULL,
   error TEXT NOT NULL, report TEXT NOT NULL, updated REAL NOT NULL);
@@ -112,9 +118,10 @@ Store::~Store() { sqlite3_close(db_); }
 void Store::exec(const char* sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string msg = err ? err : "unknown error";
+    const std::string msg = "database " + path_ + ": " + (err ? err : "unknown error");
     sqlite3_free(err);
-    throw IoError("database " + path_ + ": " + msg);
+    if (sqlite3_errcode(db_) == SQLITE_FULL) throw OsError(msg, ENOSPC);
+    throw IoError(msg);
   }
 }
 
@@ -173,6 +180,11 @@ void Store::delete_collaboration(const std::string& id) {
           "DELETE FROM revoked_tokens WHERE collaboration = ?",
           "DELETE FROM jobs WHERE collaboration = ?", "DELETE FROM collaborations WHERE id = ?"})
       Stmt(db_, sql, path_).bind_text(1, id).run();
+    // The tombstone proves to recover() that the directory, if a crash left it, is an orphan.
+    Stmt(db_, "INSERT OR REPLACE INTO deleted_collaborations VALUES (?, ?)", path_)
+        .bind_text(1, id)
+        .bind(2, now())
+        .run();
     exec("COMMIT");
   } catch (...) {
     exec("ROLLBACK");
@@ -186,6 +198,19 @@ std::vector<std::string> Store::collaborations() {
   std::vector<std::string> out;
   while (s.step()) out.push_back(s.text(0));
   return out;
+}
+
+std::vector<std::string> Store::deleted_collaborations() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT id FROM deleted_collaborations ORDER BY deleted", path_);
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.text(0));
+  return out;
+}
+
+void Store::forget_deleted(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt(db_, "DELETE FROM deleted_collaborations WHERE id = ?", path_).bind_text(1, id).run();
 }
 
 std::optional<Principal> Store::find_token(const std::string& token_hash) {
@@ -289,7 +314,7 @@ void Store::start_part(const std::string& id, const std::string& participant, co
       .run();
 }
 
-void Store::set_received(const std::string& id, const std::string& participant, int part,
+bool Store::set_received(const std::string& id, const std::string& participant, int part,
                          std::uint64_t received) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt(db_,
@@ -300,9 +325,10 @@ void Store::set_received(const std::string& id, const std::string& participant, 
       .bind_text(3, participant)
       .bind(4, std::int64_t{part})
       .run();
+  return sqlite3_changes(db_) > 0;
 }
 
-void Store::complete_part(const std::string& id, const std::string& participant, int part) {
+bool Store::complete_part(const std::string& id, const std::string& participant, int part) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt(db_,
        "UPDATE parts SET complete = 1 WHERE collaboration = ? AND participant = ? AND part = ?",
@@ -311,6 +337,7 @@ void Store::complete_part(const std::string& id, const std::string& participant,
       .bind_text(2, participant)
       .bind(3, std::int64_t{part})
       .run();
+  return sqlite3_changes(db_) > 0;
 }
 
 void Store::delete_part(const std::string& id, const std::string& participant, int part) {

@@ -47,9 +47,13 @@ class Store {
   /// The serialised spec, or nothing for an unknown id.
   std::optional<std::string> spec(const std::string& id);
   std::vector<std::string> participants(const std::string& id);
-  /// Removes every row of the collaboration (its tokens become unknown).
+  /// Removes every row of the collaboration (its tokens become unknown) and records its id as
+  /// deleted (a tombstone), in one transaction.
   void delete_collaboration(const std::string& id);
   std::vector<std::string> collaborations();
+  /// The tombstones: collaborations deleted whose directory may still be on disk.
+  std::vector<std::string> deleted_collaborations();
+  void forget_deleted(const std::string& id);
 
   std::optional<Principal> find_token(const std::string& token_hash);
   bool token_revoked(const std::string& token_hash);
@@ -61,9 +65,10 @@ class Store {
   std::vector<PartRecord> parts(const std::string& id, const std::string& participant);
   /// Starts (or restarts from 0) the upload of a part.
   void start_part(const std::string& id, const std::string& participant, const PartRecord& r);
-  void set_received(const std::string& id, const std::string& participant, int part,
+  /// false when the part's row is gone (the collaboration or the release was deleted).
+  bool set_received(const std::string& id, const std::string& participant, int part,
                     std::uint64_t received);
-  void complete_part(const std::string& id, const std::string& participant, int part);
+  bool complete_part(const std::string& id, const std::string& participant, int part);
   void delete_part(const std::string& id, const std::string& participant, int part);
   void delete_parts(const std::string& id, const std::string& participant);
 

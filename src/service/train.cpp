@@ -25,6 +25,18 @@ void check_model_spec(const v1::CollaborationSpec& spec) {
     for (const auto& n : names) list += ", " + n;
     throw InvalidInput("spec.model '" + kind + "' is not a model: expected one of " + list);
   }
+  // Privacy: every participant fetches h. A kind whose saved state keeps training rows would hand
+  // each participant the others' aligned rows X~_j G_j; its own F_i G_i maps into that same
+  // space, so it could recover their private X_j. Such kinds are refused, with no opt-in.
+  if (const std::string kept = learn::model_training_data(kind); !kept.empty()) {
+    std::string allowed;
+    for (const auto& n : names)
+      if (learn::model_training_data(n).empty()) allowed += (allowed.empty() ? "" : ", ") + n;
+    throw InvalidInput("spec.model '" + kind + "' is refused: a saved " + kind + " model keeps " +
+                       kept + ", and every participant fetches the model, so each would receive " +
+                       "the other participants' aligned data (and with its own basis, their " +
+                       "private rows). Expected a model without training rows: none, " + allowed);
+  }
   if (k == 1 || k > kMaxClasses)
     throw InvalidInput("spec.num_classes " + std::to_string(k) +
                        " is out of range: expected 0 (regression) or 2 to " +

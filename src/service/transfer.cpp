@@ -1,6 +1,7 @@
 // The streaming RPCs: Upload (resumable, every chunk on disk before it is acknowledged) and
 // Fetch (a participant's own results).
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,14 +19,59 @@
 namespace dcalign::service::rpc {
 namespace {
 
-// Releases an upload slot when the stream ends, however it ends.
-struct Slot {
+// A place among the server's streams, taken once the caller is authenticated and before the
+// stream reads or writes anything: Upload and Fetch are bounded by kind and by peer address, so
+// that streams never take the threads the unary calls need (server.cpp sizes the pool).
+class StreamSlot {
+ public:
+  StreamSlot(State& s, bool upload, std::string peer)
+      : s_(s), upload_(upload), peer_(std::move(peer)) {}
+  ~StreamSlot() {
+    if (!held_) return;
+    std::lock_guard<std::mutex> lock(s_.mu);
+    --(upload_ ? s_.upload_streams : s_.fetch_streams);
+    if (--s_.streams_by_peer[peer_] <= 0) s_.streams_by_peer.erase(peer_);
+  }
+  StreamSlot(const StreamSlot&) = delete;
+  StreamSlot& operator=(const StreamSlot&) = delete;
+
+  Status take() {
+    std::lock_guard<std::mutex> lock(s_.mu);
+    if (s_.stopping) return error(StatusCode::UNAVAILABLE, "the server is shutting down");
+    int& open = upload_ ? s_.upload_streams : s_.fetch_streams;
+    const int limit = upload_ ? s_.opts.max_upload_streams : s_.opts.max_fetch_streams;
+    const char* what = upload_ ? "uploads" : "fetches";
+    if (open >= limit)
+      return error(StatusCode::RESOURCE_EXHAUSTED, "the server has " + std::to_string(open) + " " +
+                                                       what +
+                                                       " in progress, its limit: retry later");
+    auto it = s_.streams_by_peer.find(peer_);
+    const int mine = it == s_.streams_by_peer.end() ? 0 : it->second;
+    if (mine >= s_.opts.max_streams_per_peer)
+      return error(StatusCode::RESOURCE_EXHAUSTED,
+                   "this address has " + std::to_string(mine) +
+                       " uploads and fetches in progress, the server's limit per address: let "
+                       "them finish, then retry");
+    ++open;
+    ++s_.streams_by_peer[peer_];
+    held_ = true;
+    return Status::OK;
+  }
+
+ private:
+  State& s_;
+  bool upload_;
+  std::string peer_;
+  bool held_ = false;
+};
+
+// Marks a part as being uploaded while its stream runs, however the stream ends.
+struct PartSlot {
   State& s;
   std::string key;
-  ~Slot() {
+  ~PartSlot() {
     std::lock_guard<std::mutex> lock(s.mu);
     s.active_parts.erase(key);
-    --s.upload_streams;
   }
 };
 
@@ -44,7 +90,14 @@ class Fd {
 };
 
 [[noreturn]] void io_failure(const std::string& what, const fs::path& p) {
-  throw IoError(what + " " + p.string() + ": " + std::strerror(errno));
+  throw OsError(what + " " + p.string(), errno);
+}
+
+std::string seconds(double s) {
+  std::string t = std::to_string(s);
+  t.erase(t.find_last_not_of('0') + 1);
+  if (!t.empty() && t.back() == '.') t.pop_back();
+  return t + " s";
 }
 
 // One pass over a finished part (raw float64, column-major, `rows` rows): its SHA-256, its
@@ -95,9 +148,17 @@ Status Service::Upload(ServerContext* ctx,
     if (auto st = access_.authenticate(ctx, &c); !st.ok()) return st;
     if (c.analyst)
       return error(StatusCode::PERMISSION_DENIED, "only a participant may upload a release");
+    StreamSlot slot(s_, true, peer_address(ctx->peer()));
+    if (auto st = slot.take(); !st.ok()) return st;
+    StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.first_message_seconds);
     v1::UploadRequest first;
     if (!stream->Read(&first))
-      return error(StatusCode::INVALID_ARGUMENT, "the upload ended before its header");
+      return ticket.expired()
+                 ? error(StatusCode::DEADLINE_EXCEEDED,
+                         "no upload header within " + seconds(s_.opts.first_message_seconds) +
+                             " of the stream's start: the server ended the stream")
+                 : error(StatusCode::INVALID_ARGUMENT, "the upload ended before its header");
+    ticket.progress(s_.opts.idle_seconds);
     if (!first.has_header())
       return error(StatusCode::INVALID_ARGUMENT,
                    "the first message of an upload must be its header");
@@ -113,10 +174,6 @@ Status Service::Upload(ServerContext* ctx,
     {
       std::lock_guard<std::mutex> lock(s_.mu);
       if (s_.stopping) return error(StatusCode::UNAVAILABLE, "the server is shutting down");
-      if (s_.upload_streams >= s_.opts.max_upload_streams)
-        return error(StatusCode::RESOURCE_EXHAUSTED,
-                     "the server has " + std::to_string(s_.upload_streams) +
-                         " uploads in progress, its limit: retry later");
       if (s_.active_parts.count(key))
         return error(StatusCode::ABORTED, "another upload of the " + what + " is in progress");
       const std::string state = s_.store->job(c.who.collaboration).state;
@@ -124,16 +181,24 @@ Status Service::Upload(ServerContext* ctx,
         return error(StatusCode::FAILED_PRECONDITION,
                      "the release can no longer change: the job is " + state);
       s_.active_parts.insert(key);
-      ++s_.upload_streams;
     }
-    Slot slot{s_, key};
-    return upload_stream(ctx, c, spec, h, stream);
+    PartSlot part{s_, key};
+    try {
+      return upload_stream(ctx, c, spec, h, stream, ticket);
+    } catch (const std::exception&) {
+      // Whatever failed, a collaboration deleted under the upload is what the caller hears of.
+      if (!s_.store->spec(c.who.collaboration))
+        throw GoneError("collaboration " + c.who.collaboration +
+                        " was deleted during the upload: nothing of it was kept");
+      throw;
+    }
   });
 }
 
 Status Service::upload_stream(ServerContext* ctx, const Caller& c,
                               const v1::CollaborationSpec& spec, const v1::UploadHeader& h,
-                              grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream) {
+                              grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream,
+                              StreamWatchdog::Ticket& ticket) {
   (void)spec;
   const auto& [id, me] = c.who;
   const int part = h.part();
@@ -161,7 +226,12 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
   if (!resume) s_.store->start_part(id, me, r);
   std::uint64_t committed = resume ? old->received : 0;
 
-  fs::create_directories(s_.upload_dir(id, me));
+  // Not create_directories: a collaboration deleted meanwhile must not come back as a directory.
+  const fs::path udir = s_.upload_dir(id, me);
+  if (::mkdir(udir.c_str(), 0700) != 0 && errno != EEXIST) {
+    if (errno == ENOENT) throw GoneError("collaboration " + id + " was deleted");
+    io_failure("cannot create", udir);
+  }
   const fs::path file = s_.part_file(id, me, part, false);
   Fd fd(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
   if (fd.get() < 0) io_failure("cannot open", file);
@@ -183,10 +253,17 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
     if (open_s > s_.opts.max_rpc_seconds)
       return error(StatusCode::DEADLINE_EXCEEDED,
                    "the upload stream was open longer than the server's limit: resume it");
-    if (!stream->Read(&msg))
+    if (!stream->Read(&msg)) {
+      if (ticket.expired())
+        return error(StatusCode::DEADLINE_EXCEEDED,
+                     "no chunk for " + seconds(s_.opts.idle_seconds) +
+                         ": the server ended the upload at byte " + std::to_string(committed) +
+                         " of " + std::to_string(r.total) + "; resume from there");
       return error(StatusCode::ABORTED, "the upload ended at byte " + std::to_string(committed) +
                                             " of " + std::to_string(r.total) +
                                             ": resume from there");
+    }
+    ticket.progress(s_.opts.idle_seconds);
     if (!msg.has_chunk())
       return error(StatusCode::INVALID_ARGUMENT, "only the first message of an upload is a header");
     const auto& chunk = msg.chunk();
@@ -205,11 +282,13 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
     if (::fdatasync(fd.get()) != 0) io_failure("cannot flush", file);
     crash_point("upload.before_ack");
     committed += size;
-    s_.store->set_received(id, me, part, committed);
+    if (!s_.store->set_received(id, me, part, committed))
+      throw GoneError("collaboration " + id + " (or this release) was deleted during the upload");
     ack.set_committed(committed);
     if (!stream->Write(ack))
       return error(StatusCode::ABORTED,
                    "the client went away at byte " + std::to_string(committed));
+    ticket.progress(s_.opts.idle_seconds);
     crash_point("upload.after_ack");
   }
   return finish_part(c, part, r);
@@ -250,10 +329,23 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
                      " is not a class index: expected a whole number from 0 to " +
                      std::to_string(classes - 1) + "; the upload was discarded");
   }
+  // Data and labels are checked against each other here, where the message goes to the
+  // participant they belong to (at the job, it would reach the analyst, naming the participant).
+  if (part == v1::PART_DATA || part == v1::PART_LABELS) {
+    const int other = part == v1::PART_DATA ? v1::PART_LABELS : v1::PART_DATA;
+    if (const auto o = s_.store->part(id, me, other); o && o->complete && o->rows != r.rows) {
+      discard();
+      return error(StatusCode::INVALID_ARGUMENT,
+                   "this upload of the " + what + " has " + std::to_string(r.rows) +
+                       " rows, but your " + part_name(other) + " has " + std::to_string(o->rows) +
+                       "; the upload was discarded: one label per row of data");
+    }
+  }
   const fs::path done = s_.part_file(id, me, part, true);
   if (::rename(file.c_str(), done.c_str()) != 0) io_failure("cannot rename", file);
   model_file::fsync_path(done.parent_path(), true);
-  s_.store->complete_part(id, me, part);
+  if (!s_.store->complete_part(id, me, part))
+    throw GoneError("collaboration " + id + " (or this release) was deleted during the upload");
   log_event("info", "part_uploaded",
             {{"collaboration", id}, {"participant", me}, {"part", what}, {"bytes", r.total}});
   s_.queue_if_complete(id);
@@ -270,9 +362,13 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
     const auto& [id, me] = c.who;
     const JobRecord job = s_.store->job(id);
     if (job.state != "done")
-      return error(StatusCode::FAILED_PRECONDITION,
-                   "no result to fetch: the job is " + job.state +
-                       (job.error.empty() ? "" : " (" + job.error + ")"));
+      return error(
+          StatusCode::FAILED_PRECONDITION,
+          "no result to fetch: the job is " + job.state +
+              (job.error.empty() ? "" : std::string(" (") + kJobErrorForParticipants + ")"));
+    StreamSlot slot(s_, false, peer_address(ctx->peer()));
+    if (auto st = slot.take(); !st.ok()) return st;
+    StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.idle_seconds);
     const fs::path dir = s_.results_dir(id) / me;
     if (!fs::is_directory(dir))
       return error(StatusCode::FAILED_PRECONDITION,
@@ -307,7 +403,13 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
         chunk.set_data(buf.data(), n);
         chunk.set_file_size(size);
         if (offset == 0) chunk.set_sha256(sum);
-        if (!writer->Write(chunk)) return error(StatusCode::ABORTED, "the client went away");
+        if (!writer->Write(chunk))
+          return ticket.expired()
+                     ? error(StatusCode::DEADLINE_EXCEEDED, "the client read nothing for " +
+                                                                seconds(s_.opts.idle_seconds) +
+                                                                ": the server ended the fetch")
+                     : error(StatusCode::ABORTED, "the client went away");
+        ticket.progress(s_.opts.idle_seconds);
         offset += n;
       } while (offset < size);
     }
