@@ -9,14 +9,18 @@
 //   fetch           (participant) the own G_i and the report, into a directory
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "cli/commands.hpp"
-#include "core/model_file.hpp"
 #include "dcalign/npy.hpp"
 #include "dcalign/user.hpp"
+#include "io/staged_outputs.hpp"
 #include "service/client.hpp"
 #include "service/common.hpp"
 
@@ -31,6 +35,13 @@ struct Common {
   bool insecure = false;
   double deadline = 60;
 };
+
+// Every file a command reads is an input that no output may replace (io::StagedOutputs: the
+// output rules of the whole command line, checked before any call to the server).
+void protect_common(const Common& c, io::StagedOutputs& outputs) {
+  outputs.protect(c.token_file, "--token-file");
+  outputs.protect(c.ca_cert, "--ca-cert");
+}
 
 service::Client connect(const Common& c) {
   if (!(c.deadline > 0 && c.deadline <= 86400))
@@ -55,16 +66,49 @@ void add_common(CLI::App* cmd, Common& c) {
   add_real(cmd, "--deadline", c.deadline, "seconds each call may take (default 60)");
 }
 
-// A small text file, written atomically and private to the user (tokens).
-void write_private(const fs::path& p, const std::string& text) {
-  const fs::path tmp = model_file::sibling(p.parent_path(), p.filename(), "tmp");
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw IoError("cannot write " + p.string());
+void check_request_id(const std::string& id) {
+  try {
+    service::check_request_id(id);
+  } catch (const InvalidInput& e) {
+    throw UsageError(std::string("--request-id: ") + e.what());
   }
-  ::chmod(tmp.c_str(), 0600);
-  fs::rename(tmp, p);
+}
+
+void write_text(const std::string& tmp, const std::string& text, const std::string& what) {
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush())
+    throw IoError("cannot write " + what + " (" + std::strerror(errno ? errno : EIO) + ")");
+}
+
+// After a call that the server cannot undo (tokens issued, an old token revoked): what the user
+// reads when a local step then fails, and how to get the answer again.
+[[noreturn]] void recover_hint(const std::exception& e, const std::string& done,
+                               const std::string& request_id) {
+  throw IoError(std::string(e.what()) + ". " + done +
+                ": run the same command again with --request-id " + request_id +
+                " within 10 minutes, and the server answers it again with the same tokens");
+}
+
+// --tokens-out: a new directory, or an empty one of the user's, checked before the call.
+// Returns whether it was created here (then removed again if the call fails).
+bool prepare_tokens_dir(const std::string& dir) {
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      throw InvalidInput("--tokens-out '" + dir +
+                         "' is a symbolic link: token files are written into a real directory "
+                         "only (the link's target is not touched)");
+    if (!S_ISDIR(st.st_mode))
+      throw InvalidInput("--tokens-out '" + dir + "' exists and is not a directory");
+    if (!fs::is_empty(dir))
+      throw InvalidInput("--tokens-out " + dir + " exists and is not empty: not overwritten");
+    return false;
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0)
+    throw InvalidInput("--tokens-out '" + dir + "': cannot create the directory (" +
+                       std::strerror(errno) + ")");
+  return true;
 }
 
 // Labels as an n x 1 matrix from a 1-D array (n,) or a 2-D array (n, 1).
@@ -83,16 +127,47 @@ struct UploadArgs {
 };
 
 void upload(const Common& c, const UploadArgs& a) {
-  auto client = connect(c);
   const bool given = !a.anchor.empty();
   if (given == !a.priv.empty())
     throw UsageError("give either --anchor (a computed release) or --private (private data)");
   if (!a.priv.empty() && a.secret_out.empty())
     throw UsageError("--private needs --secret-out: the secret basis F is needed to predict");
+  io::StagedOutputs outputs;
+  protect_common(c, outputs);
+  outputs.protect(a.anchor, "--anchor");
+  outputs.protect(a.data, "--data");
+  outputs.protect(a.labels, "--labels");
+  outputs.protect(a.priv, "--private");
+  // An existing secret basis is never replaced by another: it may be the one that belongs to a
+  // release already on the server. The same F again (the same data and seed) is fine.
+  const bool secret_exists = !a.secret_out.empty() && fs::exists(fs::symlink_status(a.secret_out));
+  const std::string secret_tmp =
+      a.secret_out.empty() || secret_exists
+          ? std::string()
+          : outputs.stage(a.secret_out, "--secret-out", io::Stage::new_private);
+  if (secret_exists) {
+    io::check_replaceable_file(a.secret_out, "--secret-out");
+    outputs.stage(a.secret_out, "--secret-out");  // the aliasing checks; never committed
+  }
+  auto client = connect(c);
   const v1::GetStatusResponse st = client.status(a.collaboration);
   const bool model = st.spec().model() != "none";
   if (model && a.labels.empty())
     throw UsageError("this collaboration trains a model: give --labels");
+  // A release of this participant already on the server was made with some F: a new F would
+  // not match it. Unless the F kept at --secret-out is reproduced (checked below), refused here,
+  // before anything is computed or written.
+  bool anchor_on_server = false;
+  for (const auto& p : st.participants())
+    for (const auto& part : p.parts())
+      anchor_on_server = anchor_on_server || (part.part() == v1::PART_ANCHOR && part.complete());
+  if (!given && anchor_on_server && !secret_exists)
+    throw InvalidInput(
+        "your anchor is already on the server, made with a secret basis that is "
+        "not at --secret-out '" +
+        a.secret_out +
+        "': nothing was written or uploaded. Upload with the --secret-out that "
+        "holds it, or delete the release first (client delete-release)");
   Matrix<double> A, X;
   if (given) {
     A = read_npy_matrix<double>(a.anchor);
@@ -110,12 +185,28 @@ void upload(const Common& c, const UploadArgs& a) {
                             parse_anchor_kind(s.kind()), s.seed());
     A = user.release_anchor(anchor);
     if (model) X = user.release_data();
-    // The secret basis is kept before anything leaves this machine.
-    const fs::path out = fs::absolute(a.secret_out);
-    const fs::path tmp = model_file::sibling(out.parent_path(), out.filename(), "tmp");
-    write_npy(tmp.string(), user.reveal_secret_basis().view());
-    ::chmod(tmp.c_str(), 0600);
-    fs::rename(tmp, out);
+    const Matrix<double> F = user.reveal_secret_basis();
+    if (secret_exists) {
+      const Matrix<double> kept = read_npy_matrix<double>(a.secret_out);
+      if (kept.rows() != F.rows() || kept.cols() != F.cols() ||
+          !std::equal(F.data(), F.data() + F.size(), kept.data()))
+        throw InvalidInput("--secret-out '" + a.secret_out +
+                           "' holds another secret basis than this upload's (other data, "
+                           "--seed or --center): not replaced, nothing was uploaded. It may "
+                           "belong to a release on the server; choose a new name");
+    } else {
+      // The secret basis is kept before anything leaves this machine, private from its first
+      // byte (write_npy writes its own temporary, which the umask makes 0600 too).
+      const mode_t umask_before = ::umask(077);
+      try {
+        write_npy(secret_tmp, F.view());
+      } catch (...) {
+        ::umask(umask_before);
+        throw;
+      }
+      ::umask(umask_before);
+      outputs.commit();
+    }
   }
   client.upload(a.collaboration, v1::PART_ANCHOR, A);
   if (model) {
@@ -147,19 +238,27 @@ void print_status(const v1::GetStatusResponse& st, bool json) {
 }  // namespace
 
 void add_client_command(CLI::App& app) {
+  service::quiet_grpc_logs();
   auto* client = app.add_subcommand("client", kClientDescription);
   client->require_subcommand(1);
   static Common common[8];
-  static std::string ids[8], spec_file, tokens_dir, participant, out_dir;
+  static std::string ids[8], spec_file, tokens_dir, participant, out_dir, request_id;
   static bool json = false;
   static UploadArgs up;
 
   auto* create = client->add_subcommand("create", "Create a collaboration (analyst)");
   add_common(create, common[0]);
   add_path(create, "--spec", spec_file, "the collaboration spec (JSON)")->required();
-  add_path(create, "--tokens-out", tokens_dir, "directory for one token file per participant")
+  add_path(create, "--tokens-out", tokens_dir,
+           "directory for one token file per participant (new, or empty)")
       ->required();
+  add_path(create, "--request-id", request_id,
+           "repeat an earlier create whose tokens were lost (printed when that happens)");
   create->callback([] {
+    check_request_id(request_id);
+    auto outputs = std::make_unique<io::StagedOutputs>();
+    protect_common(common[0], *outputs);
+    outputs->protect(spec_file, "--spec");
     v1::CollaborationSpec spec;
     google::protobuf::util::JsonParseOptions o;
     o.ignore_unknown_fields = false;
@@ -168,14 +267,44 @@ void add_client_command(CLI::App& app) {
     if (!st.ok())
       throw InvalidInput("--spec " + spec_file +
                          " is not a collaboration spec: " + std::string(st.message()));
-    if (fs::exists(tokens_dir) && !fs::is_empty(tokens_dir))
-      throw InvalidInput("--tokens-out " + tokens_dir +
-                         " exists and is not empty: not overwritten");
-    auto resp = connect(common[0]).create(spec);
-    fs::create_directories(tokens_dir);
-    ::chmod(tokens_dir.c_str(), 0700);
-    for (const auto& t : resp.tokens())
-      write_private(fs::path(tokens_dir) / (t.participant() + ".token"), t.token() + "\n");
+    for (const auto& p : spec.participants()) service::check_name("participant", p);
+    // Every local output exists, empty and private, before the server creates anything: the
+    // tokens are shown once.
+    const bool created = prepare_tokens_dir(tokens_dir);
+    std::vector<std::string> tmp;
+    try {
+      for (const auto& p : spec.participants())
+        tmp.push_back(outputs->stage((fs::path(tokens_dir) / (p + ".token")).string(),
+                                     "--tokens-out", io::Stage::new_private));
+    } catch (...) {
+      outputs.reset();  // the temporaries go before the directory made for them
+      if (created) ::rmdir(tokens_dir.c_str());
+      throw;
+    }
+    const std::string rid = request_id.empty() ? service::new_request_id() : request_id;
+    v1::CreateCollaborationResponse resp;
+    try {
+      resp = connect(common[0]).create(spec, rid);
+    } catch (...) {
+      outputs.reset();
+      if (created) ::rmdir(tokens_dir.c_str());
+      throw;
+    }
+    try {
+      if (resp.tokens_size() != static_cast<int>(tmp.size()))
+        throw IoError("the server returned " + std::to_string(resp.tokens_size()) + " tokens for " +
+                      std::to_string(tmp.size()) + " participants");
+      for (int k = 0; k < resp.tokens_size(); ++k)
+        write_text(tmp[static_cast<std::size_t>(k)], resp.tokens(k).token() + "\n",
+                   "the token of " + resp.tokens(k).participant());
+      outputs->commit();
+    } catch (const std::exception& e) {
+      recover_hint(e,
+                   "The collaboration " + resp.collaboration_id() +
+                       " was created, but its tokens were not all written to --tokens-out " +
+                       tokens_dir,
+                   rid);
+    }
     std::cout << resp.collaboration_id() << "\n";
   });
 
@@ -183,10 +312,28 @@ void add_client_command(CLI::App& app) {
   add_common(reissue, common[1]);
   add_path(reissue, "--collaboration", ids[1], "collaboration id")->required();
   add_path(reissue, "--participant", participant, "participant name")->required();
-  add_path(reissue, "--token-out", out_dir, "file for the new token")->required();
+  add_path(reissue, "--token-out", out_dir, "file for the new token (a new name)")->required();
+  add_path(reissue, "--request-id", request_id,
+           "repeat an earlier reissue whose token was lost (printed when that happens)");
   reissue->callback([] {
-    const auto t = connect(common[1]).reissue(ids[1], participant);
-    write_private(fs::absolute(out_dir), t.token() + "\n");
+    check_request_id(request_id);
+    io::StagedOutputs outputs;
+    protect_common(common[1], outputs);
+    // Checked and created (empty, 0600) before the server revokes the old token.
+    const std::string tmp = outputs.stage(out_dir, "--token-out", io::Stage::new_private);
+    const std::string rid = request_id.empty() ? service::new_request_id() : request_id;
+    const auto t = connect(common[1]).reissue(ids[1], participant, rid);
+    try {
+      write_text(tmp, t.token() + "\n", "the new token");
+      outputs.commit();
+    } catch (const std::exception& e) {
+      recover_hint(e,
+                   "The token of " + participant +
+                       " was reissued (the old one is revoked), "
+                       "but the new one was not written to --token-out " +
+                       out_dir,
+                   rid);
+    }
   });
 
   auto* run = client->add_subcommand("run", "Queue the alignment (analyst)");
@@ -227,8 +374,17 @@ void add_client_command(CLI::App& app) {
   add_common(fetch, common[7]);
   add_path(fetch, "--collaboration", ids[7], "collaboration id")->required();
   static std::string fetch_out;
-  add_path(fetch, "--out", fetch_out, "directory to write (replaced atomically)")->required();
-  fetch->callback([] { connect(common[7]).fetch(ids[7], fetch_out); });
+  add_path(fetch, "--out", fetch_out,
+           "directory to write: new, empty, or an earlier fetch's (replaced atomically)")
+      ->required();
+  fetch->callback([] {
+    // The result directory may not hold the command's own inputs (check_replaceable_directory
+    // would refuse a directory with foreign files anyway; this names the input).
+    io::StagedOutputs outputs;
+    protect_common(common[7], outputs);
+    outputs.reserve_directory(fetch_out, "--out");
+    connect(common[7]).fetch(ids[7], fetch_out);
+  });
 }
 
 }  // namespace dcalign::cli

@@ -104,11 +104,11 @@ void add_comm_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "comm", "Bytes and times of DC against federated learning (paper 001 eqs. 10-18)");
   CommModel& m = args.model;
-  // Parsed strictly over the whole int64 range; the model's own checks (validate) give the
-  // ranges with the quantities' names.
-  constexpr long long kMin = std::numeric_limits<std::int64_t>::min();
+  // Parsed strictly over the valid range of each count (the model's validate says the same
+  // with the quantities' names), so that a value past int64 names that range, not the type's.
+  constexpr long long kMin = 0;
   constexpr long long kMax = std::numeric_limits<std::int64_t>::max();
-  add_integer(cmd, "-c,--users", m.users, kMin, kMax, "number of users c (1 to 2^63 - 1)");
+  add_integer(cmd, "-c,--users", m.users, 1, kMax, "number of users c (1 to 2^63 - 1)");
   add_real(cmd, "-n,--mean-samples", m.mean_samples, "mean samples per user n");
   cmd->add_option("--samples", m.samples, "samples n_i of each user, comma-separated")
       ->delimiter(',');

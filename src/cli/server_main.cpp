@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -25,12 +27,16 @@ namespace {
 void write_port_file(const std::string& path, int port) {
   const std::string tmp = path + ".tmp";
   {
+    errno = 0;
     std::ofstream out(tmp, std::ios::trunc);
     out << port << "\n";
-    if (!out.flush()) throw dcalign::IoError("cannot write the port file '" + path + "'");
+    if (!out.flush())
+      throw dcalign::IoError("cannot write the port file '" + path + "' (" +
+                             std::strerror(errno ? errno : EIO) + ")");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw dcalign::IoError("cannot write the port file '" + path + "'");
+    throw dcalign::IoError("cannot write the port file '" + path + "' (" + std::strerror(errno) +
+                           ")");
 }
 
 }  // namespace

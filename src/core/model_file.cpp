@@ -26,9 +26,6 @@
 #ifndef DCALIGN_VERSION_STRING
 #define DCALIGN_VERSION_STRING "unknown"
 #endif
-#ifndef RENAME_EXCHANGE
-#define RENAME_EXCHANGE (1 << 1)  // <linux/fs.h>; older C libraries lack the declaration
-#endif
 
 namespace dcalign {
 namespace model_file {
@@ -398,36 +395,13 @@ fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag) 
                    std::to_string(counter++) + "-" + std::to_string(ticks));
 }
 
-/// Moves the complete directory `tmp` to `dest`. An existing model is swapped with the new one
-/// in one step (renameat2 RENAME_EXCHANGE); where the file system cannot, it is moved aside
-/// first, so `dest` is always either the old or the new complete model, or briefly absent.
+/// Moves the complete directory `tmp` to `dest` (io::swap_into_place: an existing model is
+/// swapped with the new one in one step where the file system can), then removes the old one.
 void publish(const fs::path& tmp, const fs::path& dest, bool replace) {
-  const auto fail = [&](const std::string& what, int err) {
-    throw IoError("cannot save model to '" + dest.string() + "': " + what + " (" +
-                  std::strerror(err) + ")");
-  };
-  if (!replace) {
-    if (::rename(tmp.c_str(), dest.c_str()) != 0) fail("rename into place failed", errno);
-    return;
-  }
+  (void)replace;  // swap_into_place looks for itself
+  const std::string old = io::swap_into_place(tmp.string(), dest.string());
   std::error_code ec;
-#ifdef SYS_renameat2
-  if (::syscall(SYS_renameat2, AT_FDCWD, tmp.c_str(), AT_FDCWD, dest.c_str(), RENAME_EXCHANGE) ==
-      0) {
-    fs::remove_all(tmp, ec);  // now the old model; a leftover is harmless
-    return;
-  }
-  if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP && errno != EOPNOTSUPP)
-    fail("atomic exchange with the existing model failed", errno);
-#endif
-  const fs::path old = sibling(dest.parent_path(), dest.filename(), "old");
-  if (::rename(dest.c_str(), old.c_str()) != 0) fail("cannot move the existing model aside", errno);
-  if (::rename(tmp.c_str(), dest.c_str()) != 0) {
-    const int err = errno;
-    ::rename(old.c_str(), dest.c_str());
-    fail("rename into place failed", err);
-  }
-  fs::remove_all(old, ec);
+  if (!old.empty()) fs::remove_all(old, ec);  // a leftover is harmless
 }
 
 void check_destination(const std::string& dir, const Layout& layout, const FilesOf& files_of) {

@@ -32,6 +32,7 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -280,6 +281,36 @@ OpenedFile open_array(const std::string& path, std::size_t ndim, const char* cal
 
 /// Reads the data of a (c, r, k) array (a 2-D file is passed as c = 1) into the column-major
 /// stack layout out[s*r*k + i + j*r] = arr[s, i, j].
+/// After float64 data was read as float32: an infinity that was a finite float64 value is one
+/// out of float32's range, and is said so with the value (the later check would only call it
+/// "non-finite"). A NaN or an infinity in the file itself is left to that check.
+void check_float32_range(const std::string& path, const OpenedFile& f, index_t c, index_t r,
+                         index_t k, const float* out) {
+  const index_t total = c * r * k;
+  index_t at = 0;
+  while (at < total && std::isfinite(out[at])) ++at;
+  if (at == total || r == 0 || k == 0) return;
+  // out is column-major per matrix: element (g, i, j) at g*r*k + j*r + i.
+  const index_t g = at / (r * k), j = (at % (r * k)) / r, i = at % r;
+  const ParsedFile& p = f.file;
+  const index_t in_file = !p.header.fortran_order ? (g * r + i) * k + j
+                          : c == 1                ? j * r + i
+                                                  : g + c * (i + r * j);
+  std::uint64_t bits = 0;
+  if (::pread(f.fd.get(), &bits, 8, static_cast<off_t>(p.data_offset + in_file * 8)) != 8) return;
+  if (p.swap_bytes) bits = __builtin_bswap64(bits);
+  double v = 0;
+  std::memcpy(&v, &bits, 8);
+  if (!std::isfinite(v)) return;
+  char text[40];
+  std::snprintf(text, sizeof text, "%.17g", v);
+  fail(path, std::string("the value ") + text + " at " +
+                 (c > 1 || p.header.shape.size() == 3 ? "matrix " + std::to_string(g) + ", " : "") +
+                 "row " + std::to_string(i) + ", column " + std::to_string(j) +
+                 " is out of float32's range (magnitude at most 3.4028235e+38): it is read as "
+                 "float32 here; use float64, or scale the data");
+}
+
 template <typename T>
 void read_data(const std::string& path, const OpenedFile& f, index_t c, index_t r, index_t k,
                T* out) {
@@ -303,6 +334,7 @@ void read_data(const std::string& path, const OpenedFile& f, index_t c, index_t 
       run(double{}, std::true_type{});
     else
       run(double{}, std::false_type{});
+    if constexpr (std::is_same_v<T, float>) check_float32_range(path, f, c, r, k, out);
   }
 }
 

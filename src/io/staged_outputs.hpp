@@ -18,6 +18,17 @@
 
 namespace dcalign::io {
 
+/// How stage() treats the destination.
+enum class Stage {
+  /// Any regular file (or symbolic link) there is replaced; the caller creates the temporary.
+  replace,
+  /// A secret written once (a token): the destination must not exist, the temporary is created
+  /// at once with mode 0600 (O_EXCL, so never readable by others, and a read-only or full
+  /// directory fails here, before any work), and commit() links it into place without ever
+  /// replacing a file that appeared meanwhile.
+  new_private,
+};
+
 class StagedOutputs {
  public:
   StagedOutputs() = default;
@@ -36,7 +47,7 @@ class StagedOutputs {
 
   /// Validates `path` (`what` names the option in messages: see above) and returns the
   /// temporary path to write instead. Throws InvalidInput.
-  std::string stage(const std::string& path, const std::string& what);
+  std::string stage(const std::string& path, const std::string& what, Stage mode = Stage::replace);
 
   /// Renames every staged temporary onto its destination. Throws IoError naming the file.
   void commit();
@@ -45,6 +56,7 @@ class StagedOutputs {
   struct Entry {
     std::string dest, tmp, what;
     std::string entry;  ///< the directory entry the output replaces (canonical parent + name)
+    Stage mode = Stage::replace;
   };
   struct Input {
     std::string entry, resolved, what;
@@ -58,6 +70,37 @@ class StagedOutputs {
 /// Throws InvalidInput unless `path` may be replaced by a new regular file: it does not exist,
 /// or it is a regular file or a symbolic link. `what` names the option.
 void check_replaceable_file(const std::string& path, const std::string& what);
+
+// ---- Directories that dcalign writes whole (`dcalign client fetch`, the Python client's fetch).
+// Such a directory carries a marker, kWrittenMarker: {"format": "dcalign-fetch",
+// "format_version": 1, "files": [every regular file below it, relative, with '/'], ...}. It is
+// replaced only when it is still exactly that: nothing else below it, no symbolic link. A user's
+// own files are therefore never deleted, and a directory that merely looks like a result (it
+// holds G.npy) is not replaced.
+
+/// The marker's file name.
+inline constexpr const char* kWrittenMarker = ".dcalign-fetch.json";
+
+/// Throws InvalidInput (naming `what`, the path and the first entry in the way) unless `dir` may
+/// become a directory that dcalign writes: it does not exist, or it is an empty directory, or a
+/// directory with a valid marker and nothing but the files it lists (and their directories).
+/// A symbolic link at `dir` is never followed.
+void check_replaceable_directory(const std::string& dir, const std::string& what);
+
+/// Writes the marker into `dir`, listing every regular file below it; `about` adds keys (e.g.
+/// the collaboration). Flushes the files, the marker and the directories to disk.
+void mark_written_directory(const std::string& dir, const std::string& about_json = "{}");
+
+/// Moves the directory `tmp` to `dest`. An existing `dest` is swapped with it in one step
+/// (renameat2 RENAME_EXCHANGE) or, where the file system cannot, moved aside first; `dest` is
+/// always the old or the new directory. Returns where the old one now is ("" when there was
+/// none); the caller disposes of it. Throws IoError naming `dest`.
+std::string swap_into_place(const std::string& tmp, const std::string& dest);
+
+/// Removes a directory that mark_written_directory marked, through its marker only: the listed
+/// files, the marker, then the directories that are empty. Anything else (a file someone put
+/// there since) stays, and so does the directory; false then.
+bool remove_written_directory(const std::string& dir);
 
 /// Temporaries that a signal must not leave behind: registered while being written (files, or
 /// a directory of files for a model being saved) and removed by the handlers of

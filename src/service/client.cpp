@@ -5,8 +5,14 @@
 #include <map>
 #include <thread>
 
+#include <grpc/support/log.h>
+
+#include <cstdlib>
+#include <iostream>
+
 #include "core/model_file.hpp"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "io/staged_outputs.hpp"
 #include "service/common.hpp"
 
 namespace dcalign::service {
@@ -71,24 +77,48 @@ void Client::prepare(grpc::ClientContext& ctx) const {
   if (!opts_.token.empty()) ctx.AddMetadata("authorization", "Bearer " + opts_.token);
 }
 
-v1::CreateCollaborationResponse Client::create(const v1::CollaborationSpec& spec) {
-  grpc::ClientContext ctx;
-  prepare(ctx);
+namespace {
+// A call that acts once on the server, retried with its request id while the network fails: the
+// server answers a repeated id with the first answer (analyst.proto, request_id).
+template <typename Call>
+void retried(const char* rpc, Call&& call) {
+  constexpr int kTries = 3;
+  for (int attempt = 1;; ++attempt) {
+    const grpc::Status st = call();
+    const bool transient = st.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                           st.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+    if (st.ok() || !transient || attempt == kTries) return check(st, rpc);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200 * attempt));
+  }
+}
+}  // namespace
+
+v1::CreateCollaborationResponse Client::create(const v1::CollaborationSpec& spec,
+                                               const std::string& request_id) {
   v1::CreateCollaborationRequest req;
   *req.mutable_spec() = spec;
+  req.set_request_id(request_id.empty() ? new_request_id() : request_id);
   v1::CreateCollaborationResponse resp;
-  check(stub_->CreateCollaboration(&ctx, req, &resp), "CreateCollaboration");
+  retried("CreateCollaboration", [&] {
+    grpc::ClientContext ctx;
+    prepare(ctx);
+    return stub_->CreateCollaboration(&ctx, req, &resp);
+  });
   return resp;
 }
 
-v1::ParticipantToken Client::reissue(const std::string& id, const std::string& participant) {
-  grpc::ClientContext ctx;
-  prepare(ctx);
+v1::ParticipantToken Client::reissue(const std::string& id, const std::string& participant,
+                                     const std::string& request_id) {
   v1::ReissueTokenRequest req;
   req.set_collaboration_id(id);
   req.set_participant(participant);
+  req.set_request_id(request_id.empty() ? new_request_id() : request_id);
   v1::ReissueTokenResponse resp;
-  check(stub_->ReissueToken(&ctx, req, &resp), "ReissueToken");
+  retried("ReissueToken", [&] {
+    grpc::ClientContext ctx;
+    prepare(ctx);
+    return stub_->ReissueToken(&ctx, req, &resp);
+  });
   return resp.token();
 }
 
@@ -201,15 +231,17 @@ void Client::fetch(const std::string& id, const std::string& out) {
   const fs::path parent = dest.parent_path();
   if (!fs::is_directory(parent))
     throw InvalidInput("the output's parent directory " + parent.string() + " does not exist");
-  if (fs::exists(dest) && !fs::exists(dest / "G.npy"))
-    throw InvalidInput("'" + out + "' exists and is not a fetched result (no G.npy): not replaced");
+  // Before the call: only a new name, an empty directory or an earlier fetch is replaced.
+  io::check_replaceable_directory(dest.string(), "the fetch's output");
   grpc::ClientContext ctx;
   prepare(ctx);
   v1::FetchRequest req;
   req.set_collaboration_id(id);
   auto reader = stub_->Fetch(&ctx, req);
   const fs::path tmp = model_file::sibling(parent, dest.filename(), "fetch");
-  fs::create_directories(tmp);
+  if (!fs::create_directory(tmp))
+    throw IoError("cannot create the temporary directory " + tmp.string());
+  io::register_temporary(tmp.string(), true);  // a signal removes it too
   try {
     std::ofstream file;
     std::string name, want_sum;
@@ -218,7 +250,7 @@ void Client::fetch(const std::string& id, const std::string& out) {
     const auto close_file = [&] {
       if (name.empty()) return;
       file.close();
-      if (have != want_size || sum->hex() != want_sum)
+      if (!file || have != want_size || sum->hex() != want_sum)
         throw RpcError(grpc::StatusCode::DATA_LOSS, "Fetch: " + name + " arrived corrupt");
       name.clear();
     };
@@ -227,19 +259,22 @@ void Client::fetch(const std::string& id, const std::string& out) {
       if (chunk.file() != name) {
         close_file();
         name = chunk.file();
-        const fs::path rel(name);
-        if (name.empty() || rel.is_absolute() || name.find("..") != std::string::npos)
+        const fs::path rel = fs::path(name).lexically_normal();
+        if (name.empty() || rel.is_absolute() || name.find("..") != std::string::npos ||
+            rel.filename() == io::kWrittenMarker || fs::exists(tmp / rel))
           throw RpcError(grpc::StatusCode::DATA_LOSS,
-                         "Fetch: the server sent the file name '" + name + "'");
+                         "Fetch: the server sent the file name '" + name + "': refused");
         fs::create_directories((tmp / rel).parent_path());
         file.open(tmp / rel, std::ios::binary | std::ios::trunc);
+        if (!file) throw IoError("cannot create " + (tmp / rel).string());
         want_size = chunk.file_size();
         want_sum = chunk.sha256();
         have = 0;
         sum = std::make_unique<Sha256>();
       }
-      if (chunk.offset() != have)
-        throw RpcError(grpc::StatusCode::DATA_LOSS, "Fetch: a chunk of " + name + " out of order");
+      if (chunk.offset() != have || have + chunk.data().size() > want_size)
+        throw RpcError(grpc::StatusCode::DATA_LOSS,
+                       "Fetch: a chunk of " + name + " out of order or past its size");
       file.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
       sum->update(chunk.data().data(), chunk.data().size());
       have += chunk.data().size();
@@ -248,13 +283,35 @@ void Client::fetch(const std::string& id, const std::string& out) {
     check(reader->Finish(), "Fetch");
     if (!fs::exists(tmp / "G.npy"))
       throw RpcError(grpc::StatusCode::DATA_LOSS, "Fetch: the result has no G.npy");
-    model_file::fsync_path(tmp, true);
-    model_file::publish(tmp, dest, fs::exists(dest));
+    io::mark_written_directory(tmp.string(), nlohmann::json{{"collaboration", id}}.dump());
+    // Checked again: a file put into the old result meanwhile keeps it from being replaced.
+    io::check_replaceable_directory(dest.string(), "the fetch's output");
+    const std::string old = io::swap_into_place(tmp.string(), dest.string());
+    io::forget_temporary(tmp.string());
+    model_file::fsync_path(parent, true);
+    if (!old.empty() && !io::remove_written_directory(old))
+      std::cerr << "dcalign client: note: the previous result was replaced; a file added to it "
+                   "meanwhile is kept in "
+                << old << "\n";
   } catch (...) {
     std::error_code ec;
-    fs::remove_all(tmp, ec);
+    if (fs::exists(tmp, ec)) fs::remove_all(tmp, ec);
+    io::forget_temporary(tmp.string());
     throw;
   }
+}
+
+void quiet_grpc_logs() {
+  // gRPC prints its own error lines (E1128 ... Handshake failed) before the client's message,
+  // which says the same for the user. DCALIGN_GRPC_LOG=1 keeps them, for debugging.
+  const char* keep = std::getenv("DCALIGN_GRPC_LOG");
+  if (keep != nullptr && std::string(keep) == "1") return;
+  gpr_set_log_function([](gpr_log_func_args*) {});
+}
+
+std::string new_request_id() {
+  // 24 characters of [A-Za-z0-9_-] from OpenSSL's randomness (new_token's alphabet).
+  return new_token().substr(4, 24);
 }
 
 bool Client::healthy() {

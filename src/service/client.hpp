@@ -36,8 +36,13 @@ class Client {
  public:
   explicit Client(ClientOptions opts);
 
-  v1::CreateCollaborationResponse create(const v1::CollaborationSpec& spec);
-  v1::ParticipantToken reissue(const std::string& id, const std::string& participant);
+  /// `request_id` (new_request_id() when empty) makes the call safe to repeat: the server
+  /// answers the same id and request within 10 minutes with the first answer, tokens included.
+  /// A network failure is retried up to 3 times with the same id.
+  v1::CreateCollaborationResponse create(const v1::CollaborationSpec& spec,
+                                         const std::string& request_id = "");
+  v1::ParticipantToken reissue(const std::string& id, const std::string& participant,
+                               const std::string& request_id = "");
   std::string run(const std::string& id);
   void delete_collaboration(const std::string& id);
   v1::GetStatusResponse status(const std::string& id);
@@ -48,8 +53,11 @@ class Client {
   void upload(const std::string& id, v1::Part part, const Matrix<double>& m,
               int stop_after_chunks = 0);
   void delete_release(const std::string& id);
-  /// Writes the caller's results (G.npy, report.json, ...) into the directory `out`, which is
-  /// replaced atomically; every file's size and SHA-256 are checked.
+  /// Writes the caller's results (G.npy, report.json, ...) into the directory `out`; every
+  /// file's size and SHA-256 are checked. `out` must be new, empty, or an earlier fetch's result
+  /// (io::check_replaceable_directory: checked before the call); the new directory carries the
+  /// marker io::kWrittenMarker and replaces the old one atomically, and the old one is removed
+  /// through its marker only. On any failure or signal, nothing of the fetch stays.
   void fetch(const std::string& id, const std::string& out);
   /// The gRPC health protocol's answer for the whole server: SERVING is true.
   bool healthy();
@@ -62,6 +70,11 @@ class Client {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Analyst::Stub> stub_;
 };
+
+/// A new request id: 24 random characters of [A-Za-z0-9_-].
+std::string new_request_id();
+/// Silences gRPC's own log lines in a client process (DCALIGN_GRPC_LOG=1 keeps them).
+void quiet_grpc_logs();
 
 /// Raw column-major float64 bytes of `m` (the wire format of an upload).
 std::string matrix_bytes(const Matrix<double>& m);

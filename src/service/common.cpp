@@ -260,4 +260,15 @@ void crash_point(const char* point) {
   }
 }
 
+void fault_point(const char* point) {
+  static const std::string armed = [] {
+    const char* v = std::getenv("DCALIGN_SERVER_FAULT");
+    return std::string(v == nullptr ? "" : v);
+  }();
+  if (armed.empty() || armed.compare(0, std::strlen(point), point) != 0) return;
+  const std::string rest = armed.substr(std::strlen(point));
+  if (!rest.empty() && rest != ":ENOSPC") return;
+  throw OsError(std::string("fault injected at ") + point, rest.empty() ? EIO : ENOSPC);
+}
+
 }  // namespace dcalign::service

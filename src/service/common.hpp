@@ -95,4 +95,8 @@ void log_event(const char* level, const char* event,
 /// this is one comparison.
 void crash_point(const char* point);
 
+/// The reliability tests' faults: when DCALIGN_SERVER_FAULT (read once) is `point`, or
+/// `point:ENOSPC`, the call throws OsError (EIO, or ENOSPC) as a failed system call there would.
+void fault_point(const char* point);
+
 }  // namespace dcalign::service

@@ -49,6 +49,7 @@ void check_database_present(const fs::path& dir, const fs::path& db) {
   std::error_code ec;
   const auto size = fs::file_size(db, ec);
   if (!ec && size > 0) return;
+  const bool missing = static_cast<bool>(ec);
   const fs::path collaborations = dir / "collaborations";
   std::size_t count = 0;
   std::string example;
@@ -59,8 +60,8 @@ void check_database_present(const fs::path& dir, const fs::path& db) {
         ++count;
       }
   if (count == 0) return;
-  throw IoError("the database " + db.string() + " is " + (ec ? "missing" : "empty") + ", but " +
-                collaborations.string() + " holds " + std::to_string(count) +
+  throw IoError("the database " + db.string() + " is " + (missing ? "missing" : "empty") +
+                ", but " + collaborations.string() + " holds " + std::to_string(count) +
                 " collaboration director" + (count == 1 ? "y" : "ies") + " (" + example +
                 (count > 1 ? ", ..." : "") +
                 "): the server does not start, since it would take all of them for orphans and "

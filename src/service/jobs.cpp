@@ -124,6 +124,7 @@ std::string run_job(State& s, const std::string& id) {
   }
   const std::string report_text = report_json.dump(2);
 
+  fault_point("job.write");
   for (std::size_t k = 0; k < members.size(); ++k) {
     const fs::path pdir = tmp / members[k];
     fs::create_directory(pdir);

@@ -215,6 +215,11 @@ void StreamWatchdog::loop() {
         e.expired = true;
         e.ctx->TryCancel();
         ++cancelled_;
+        // The client reads CANCELLED (gRPC's sync API sends no status after a cancellation).
+        log_event("warning", "stream_timed_out",
+                  {{"rpc", e.rpc},
+                   {"peer", peer_address(e.ctx->peer())},
+                   {"waited_for", e.first ? "the first message" : "the next message"}});
       }
     if (periodic_) {
       auto check = periodic_;
@@ -232,11 +237,12 @@ std::chrono::steady_clock::time_point after(double seconds) {
 }
 }  // namespace
 
-StreamWatchdog::Ticket::Ticket(StreamWatchdog& w, grpc::ServerContext* ctx, double first_seconds)
+StreamWatchdog::Ticket::Ticket(StreamWatchdog& w, grpc::ServerContext* ctx, double first_seconds,
+                               const char* rpc)
     : w_(w) {
   std::lock_guard<std::mutex> lock(w_.mu_);
   id_ = w_.next_++;
-  w_.entries_.emplace(id_, Entry{ctx, after(first_seconds)});
+  w_.entries_.emplace(id_, Entry{ctx, after(first_seconds), rpc});
 }
 
 StreamWatchdog::Ticket::~Ticket() {
@@ -248,6 +254,7 @@ void StreamWatchdog::Ticket::progress(double idle_seconds) {
   std::lock_guard<std::mutex> lock(w_.mu_);
   auto& e = w_.entries_.at(id_);
   if (!e.expired) e.deadline = after(idle_seconds);
+  e.first = false;
 }
 
 bool StreamWatchdog::Ticket::expired() const {

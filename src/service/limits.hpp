@@ -69,7 +69,8 @@ class StreamWatchdog {
 
   class Ticket {
    public:
-    Ticket(StreamWatchdog& w, grpc::ServerContext* ctx, double first_seconds);
+    /// `rpc` names the call in the log line of a cancellation (a string literal).
+    Ticket(StreamWatchdog& w, grpc::ServerContext* ctx, double first_seconds, const char* rpc);
     ~Ticket();
     Ticket(const Ticket&) = delete;
     Ticket& operator=(const Ticket&) = delete;
@@ -91,6 +92,8 @@ class StreamWatchdog {
   struct Entry {
     grpc::ServerContext* ctx;
     std::chrono::steady_clock::time_point deadline;
+    const char* rpc;
+    bool first = true;  ///< no message has gone through yet
     bool expired = false;
   };
   void loop();

@@ -120,6 +120,16 @@ Server::~Server() {
 }
 
 void Server::start() {
+  try {
+    start_locked();
+  } catch (...) {
+    // A server that did not start holds nothing: another (or this one again) may start.
+    impl_->state.lock.reset();
+    throw;
+  }
+}
+
+void Server::start_locked() {
   State& s = impl_->state;
   check_options(s.opts);
   // The server's files are its own: the directory is created private to the user.

@@ -67,6 +67,7 @@ class Server {
   void shutdown();
 
  private:
+  void start_locked();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "core/model_file.hpp"
@@ -106,11 +108,13 @@ std::string seconds(double s) {
 struct PartScan {
   std::string sha256;
   std::int64_t bad_row = -1, bad_col = -1;
+  std::int64_t wide_row = -1, wide_col = -1;  // first finite value beyond float32's range
+  double wide = 0;
   std::int64_t label_row = -1;
   double label = 0;
 };
 
-PartScan scan_part(const fs::path& p, std::uint64_t rows, std::uint32_t classes) {
+PartScan scan_part(const fs::path& p, std::uint64_t rows, std::uint32_t classes, bool float32) {
   std::ifstream in(p, std::ios::binary);
   if (!in) io_failure("cannot open", p);
   PartScan out;
@@ -128,6 +132,12 @@ PartScan scan_part(const fs::path& p, std::uint64_t rows, std::uint32_t classes)
       if (out.bad_row < 0 && !std::isfinite(v)) {
         out.bad_row = static_cast<std::int64_t>(index % rows);
         out.bad_col = static_cast<std::int64_t>(index / rows);
+      }
+      if (float32 && out.wide_row < 0 && std::isfinite(v) &&
+          std::abs(v) > std::numeric_limits<float>::max()) {
+        out.wide_row = static_cast<std::int64_t>(index % rows);
+        out.wide_col = static_cast<std::int64_t>(index / rows);
+        out.wide = v;
       }
       if (classes > 0 && out.label_row < 0 && !(v >= 0 && v < classes && v == std::floor(v))) {
         out.label_row = static_cast<std::int64_t>(index);
@@ -150,9 +160,11 @@ Status Service::Upload(ServerContext* ctx,
       return error(StatusCode::PERMISSION_DENIED, "only a participant may upload a release");
     StreamSlot slot(s_, true, peer_address(ctx->peer()));
     if (auto st = slot.take(); !st.ok()) return st;
-    StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.first_message_seconds);
+    StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.first_message_seconds, "Upload");
     v1::UploadRequest first;
     if (!stream->Read(&first))
+      // A stream cancelled by the watchdog reaches its client as CANCELLED (gRPC's sync API sends
+      // no status after a cancellation); the log says why.
       return ticket.expired()
                  ? error(StatusCode::DEADLINE_EXCEEDED,
                          "no upload header within " + seconds(s_.opts.first_message_seconds) +
@@ -271,6 +283,7 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
       return error(static_cast<StatusCode>(refusal->code), refusal->message);
     const std::uint64_t size = chunk.data().size();
     const char* p = chunk.data().data();
+    fault_point("upload.write");
     std::uint64_t done = 0;
     while (done < size) {
       const ssize_t n =
@@ -305,9 +318,11 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
   };
   // The labels of a classification are class indices; checked in the same pass.
   v1::CollaborationSpec spec;
-  const std::uint32_t classes =
-      part == v1::PART_LABELS && s_.load_spec(id, &spec) ? spec.num_classes() : 0;
-  const PartScan scan = scan_part(file, r.rows, classes);
+  if (!s_.load_spec(id, &spec)) throw GoneError("collaboration " + id + " was deleted");
+  const std::uint32_t classes = part == v1::PART_LABELS ? spec.num_classes() : 0;
+  bool float32 = false;
+  (void)align_options(spec, &float32);
+  const PartScan scan = scan_part(file, r.rows, classes, float32 && part != v1::PART_LABELS);
   if (scan.sha256 != r.sha256) {
     discard();
     return error(StatusCode::INVALID_ARGUMENT, "checksum mismatch: the " + std::to_string(r.total) +
@@ -320,6 +335,17 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
     return error(StatusCode::INVALID_ARGUMENT,
                  "the " + what + " has a NaN or Inf at row " + std::to_string(scan.bad_row) +
                      ", column " + std::to_string(scan.bad_col) + "; the upload was discarded");
+  }
+  if (scan.wide_row >= 0) {
+    discard();
+    char value[40];
+    std::snprintf(value, sizeof value, "%.17g", scan.wide);
+    return error(StatusCode::INVALID_ARGUMENT,
+                 "the " + what + " holds " + value + " at row " + std::to_string(scan.wide_row) +
+                     ", column " + std::to_string(scan.wide_col) +
+                     ", out of float32's range (magnitude at most 3.4028235e+38), and this "
+                     "collaboration computes in float32 (spec.options.precision); the upload "
+                     "was discarded");
   }
   if (scan.label_row >= 0) {
     discard();
@@ -368,7 +394,7 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
               (job.error.empty() ? "" : std::string(" (") + kJobErrorForParticipants + ")"));
     StreamSlot slot(s_, false, peer_address(ctx->peer()));
     if (auto st = slot.take(); !st.ok()) return st;
-    StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.idle_seconds);
+    StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.idle_seconds, "Fetch");
     const fs::path dir = s_.results_dir(id) / me;
     if (!fs::is_directory(dir))
       return error(StatusCode::FAILED_PRECONDITION,

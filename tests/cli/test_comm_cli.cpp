@@ -88,8 +88,10 @@ TEST_F(CommCli, BadValuesAreUsageErrorsAndWriteNothing) {
       {"--participation 1.5", "0 < p <= 1"},
       {"--participation 0", "participation p"},
       {"--bits 0", "bits q"},
-      {"--users 0", "users c"},
-      {"--anchor-rows=-5", "anchor_rows a"},
+      {"--users 0", "--users 0 is out of range: expected 1 to 9223372036854775807"},
+      // Past int64: the valid range is named, not the type's.
+      {"--users 99999999999999999999", "expected 1 to 9223372036854775807"},
+      {"--anchor-rows=-5", "--anchor-rows -5 is out of range: expected 0 to"},
       {"--gamma=-1", "gamma"},
       {"--model-parameters 0.1", "model_parameters N"},
       {"--rounds=-2", "rounds R"},

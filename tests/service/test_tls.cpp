@@ -49,5 +49,32 @@ TEST(ServiceTls, PlaintextAndUntrustingClientsAreRefused) {
   expect_rpc_error([&] { untrusting.create(small_spec(2)); }, grpc::StatusCode::UNAVAILABLE, "");
 }
 
+// A key that is not the certificate's is said so before the server tries to listen (gRPC would
+// only fail to bind, and the server used to blame the address).
+TEST(ServiceTls, AKeyThatIsNotTheCertificatesIsNamed) {
+  TempDir dir;
+  for (const char* sub : {"a", "b"}) {
+    const std::string cmd = std::string("bash ") + DCALIGN_DEV_CERT_SCRIPT + " " +
+                            (dir.path / sub).string() + " > /dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0);
+  }
+  auto o = test_options(dir.path / "data");
+  o.insecure_localhost = false;
+  o.tls_cert_file = (dir.path / "a" / "server.crt").string();
+  o.tls_key_file = (dir.path / "b" / "server.key").string();
+  Server s(o);
+  try {
+    s.start();
+    ADD_FAILURE() << "the server started with another certificate's key";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("does not belong to the certificate"), std::string::npos)
+        << e.what();
+  }
+  o.tls_key_file = (dir.path / "a" / "server.crt").string();  // a certificate, not a key
+  o.data_dir = (dir.path / "data2").string();
+  Server t(o);
+  EXPECT_THROW(t.start(), InvalidInput);
+}
+
 }  // namespace
 }  // namespace dcalign::service::testing
