@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -168,9 +169,14 @@ std::uint64_t ensure_descriptor_limit(std::uint64_t needed, const std::string& w
   rlimit rl{};
   if (::getrlimit(RLIMIT_NOFILE, &rl) != 0)
     throw IoError(std::string("cannot read the descriptor limit: ") + std::strerror(errno));
-  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < needed) {
+  // Raised to the hard limit (at most 2^20): the bounds keep the connections held under `needed`,
+  // and the headroom absorbs a burst of connections that are refused but not yet closed.
+  constexpr rlim_t kCeiling = rlim_t{1} << 20;
+  const rlim_t want = rl.rlim_max == RLIM_INFINITY ? std::max<rlim_t>(kCeiling, needed)
+                                                   : std::min<rlim_t>(rl.rlim_max, kCeiling);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < std::max<rlim_t>(want, needed)) {
     rlimit raised = rl;
-    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? needed : std::min<rlim_t>(rl.rlim_max, needed);
+    raised.rlim_cur = std::max<rlim_t>(want, std::min<rlim_t>(rl.rlim_max, needed));
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
       log_event("info", "descriptor_limit_raised",
                 {{"from", rl.rlim_cur}, {"to", raised.rlim_cur}, {"needed", needed}});

@@ -2,8 +2,12 @@
 // depends on, then restarted on the same data directory: every acknowledged chunk is there,
 // nothing duplicated or corrupt; the job is re-run or its result kept; no fetch ever sees part
 // of a result. And SIGTERM shuts it down gracefully.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,24 +23,54 @@ namespace {
 
 using grpc::StatusCode;
 
+// How a child server is started besides the defaults.
+struct Launch {
+  std::vector<std::string> args;                         ///< more command-line arguments
+  std::vector<std::pair<std::string, std::string>> env;  ///< more environment variables
+  rlim_t nofile = 0;                                     ///< RLIMIT_NOFILE (soft = hard), 0: as is
+  bool expect_start = true;                              ///< a failed start is a test failure
+  fs::path data;                                         ///< the data directory, if not dir/data
+};
+
 // dcalign-server as a child process.
 class ServerProcess {
  public:
-  ServerProcess(const fs::path& dir, const std::string& crash_at = "") : dir_(dir) {
+  ServerProcess(const fs::path& dir, const std::string& crash_at = "", const Launch& launch = {})
+      : dir_(dir) {
     fs::create_directories(dir);
     { std::ofstream(dir / "analyst.token") << kAnalystToken << "\n"; }
     fs::remove(dir / "port");
     pid_ = ::fork();
     if (pid_ == 0) {
       if (!crash_at.empty()) ::setenv("DCALIGN_SERVER_CRASH_AT", crash_at.c_str(), 1);
+      for (const auto& [k, v] : launch.env) ::setenv(k.c_str(), v.c_str(), 1);
+      if (launch.nofile > 0) {
+        const rlimit rl{launch.nofile, launch.nofile};
+        if (::setrlimit(RLIMIT_NOFILE, &rl) != 0) ::_exit(121);
+      }
       const std::string log = (dir / "server.log").string();
       if (std::freopen(log.c_str(), "a", stderr) == nullptr) ::_exit(120);
-      const std::string data = (dir / "data").string(), token = (dir / "analyst.token").string(),
-                        port = (dir / "port").string();
-      ::execl(DCALIGN_SERVER_BINARY, "dcalign-server", "--data-dir", data.c_str(),
-              "--analyst-token-file", token.c_str(), "--insecure-localhost", "--port-file",
-              port.c_str(), "--device", "cpu", "--max-chunk-bytes", "4096", "--shutdown-grace", "5",
-              static_cast<char*>(nullptr));
+      const std::string data = (launch.data.empty() ? dir / "data" : launch.data).string(),
+                        token = (dir / "analyst.token").string(), port = (dir / "port").string();
+      std::vector<std::string> args = {"dcalign-server",
+                                       "--data-dir",
+                                       data,
+                                       "--analyst-token-file",
+                                       token,
+                                       "--insecure-localhost",
+                                       "--port-file",
+                                       port,
+                                       "--device",
+                                       "cpu",
+                                       "--max-chunk-bytes",
+                                       "4096",
+                                       "--shutdown-grace",
+                                       "5"};
+      args.insert(args.end(), launch.args.begin(), launch.args.end());
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(DCALIGN_SERVER_BINARY, argv.data());
       ::_exit(127);
     }
     for (int i = 0; i < 400 && !fs::exists(dir / "port"); ++i) {
@@ -44,7 +78,8 @@ class ServerProcess {
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     std::ifstream(dir / "port") >> port_;
-    if (port_ == 0) ADD_FAILURE() << "dcalign-server did not start: see " << dir / "server.log";
+    if (port_ == 0 && launch.expect_start)
+      ADD_FAILURE() << "dcalign-server did not start: see " << dir / "server.log";
   }
   ~ServerProcess() {
     if (!done_) {
@@ -53,6 +88,7 @@ class ServerProcess {
     }
   }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   /// Waits for the process; its wait status.
   int wait() {
     if (!done_) {
@@ -65,6 +101,12 @@ class ServerProcess {
     if (done_) return true;
     if (::waitpid(pid_, &status_, WNOHANG) == pid_) done_ = true;
     return done_;
+  }
+  /// The exit status once the process has ended within `seconds`, or -1.
+  int exit_code_within(double seconds) {
+    for (int i = 0; i < seconds * 40 && !exited(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    return exited() && WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
   }
   bool killed_by_crash_point() {
     for (int i = 0; i < 400 && !exited(); ++i)
@@ -243,6 +285,165 @@ TEST(ServiceCrash, ARealKillDuringUploadsLosesNothingAcknowledged) {
     p.upload(c.id, v1::PART_ANCHOR, A);
   }
   EXPECT_TRUE(p.upload_offset(c.id, v1::PART_ANCHOR).complete());
+}
+
+// ---- Resource bounds and faults, on a server process of its own.
+
+// A TCP connection to 127.0.0.1:port from the loopback address `source` (127.0.0.0/8 is all
+// this machine's), so that one test can play several peers.
+int tcp_from(const char* source, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      ::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0) {
+    if (fd >= 0) ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether the server closed `fd` within `seconds` (what it sent before is read and dropped).
+bool closed_by_server(int fd, double seconds) {
+  const auto end = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < end) {
+    timeval tv{0, 50000};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+  }
+  return false;
+}
+
+TEST(ServiceLimits, ConnectionsBeyondTheBoundsAreClosedAndTheServerKeepsServing) {
+  TempDir dir;
+  Launch l;
+  l.args = {"--max-connections", "20", "--max-connections-per-peer", "4"};
+  l.nofile = 512;
+  ServerProcess server(dir.path, "", l);
+  ASSERT_GT(server.port(), 0);
+  // One peer: four connections are held, the others closed at once.
+  std::vector<int> a;
+  for (int k = 0; k < 10; ++k) a.push_back(tcp_from("127.0.0.2", server.port()));
+  int closed = 0;
+  for (int fd : a) closed += closed_by_server(fd, 0.3) ? 1 : 0;
+  EXPECT_EQ(closed, 6) << server.log();
+  // Another peer is served meanwhile.
+  EXPECT_TRUE(client_for(server.port(), kAnalystToken).healthy());
+  // Many more connections than the bounds, held open by their peer: the server holds only its
+  // share, so it never reaches its descriptor limit (512). Without the bounds, these 600 alone
+  // exceed it, and gRPC 1.51 never accepts again after EMFILE.
+  std::vector<int> crowd;
+  for (int k = 0; k < 600; ++k) {
+    const int fd = tcp_from(k % 2 ? "127.0.0.3" : "127.0.0.4", server.port());
+    if (fd >= 0) crowd.push_back(fd);
+    if (k % 50 == 49) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(client_for(server.port(), kAnalystToken).healthy());
+  for (int fd : crowd) ::close(fd);
+  for (int fd : a) ::close(fd);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // After all of it, new connections are accepted and served.
+  EXPECT_TRUE(client_for(server.port(), kAnalystToken).healthy());
+  std::vector<int> again;
+  for (int k = 0; k < 3; ++k) again.push_back(tcp_from("127.0.0.2", server.port()));
+  for (int fd : again) {
+    EXPECT_FALSE(closed_by_server(fd, 0.3));
+    ::close(fd);
+  }
+  EXPECT_EQ(server.log().find("server_unusable"), std::string::npos) << server.log();
+  EXPECT_EQ(server.log().find("accept4"), std::string::npos) << server.log();
+  EXPECT_NE(server.log().find("connection_refused"), std::string::npos);
+}
+
+TEST(ServiceLimits, AnIdleConnectionIsClosedAfterTheHandshakeTimeout) {
+  TempDir dir;
+  Launch l;
+  l.args = {"--handshake-timeout", "1"};
+  ServerProcess server(dir.path, "", l);
+  ASSERT_GT(server.port(), 0);
+  const int fd = tcp_from("127.0.0.2", server.port());
+  ASSERT_GE(fd, 0);
+  EXPECT_FALSE(closed_by_server(fd, 0.5));
+  EXPECT_TRUE(closed_by_server(fd, 4));
+  ::close(fd);
+}
+
+TEST(ServiceLimits, ADescriptorLimitBelowTheConnectionBoundStopsTheStart) {
+  TempDir dir;
+  Launch l;
+  l.args = {"--max-connections", "1000"};
+  l.nofile = 256;
+  l.expect_start = false;
+  ServerProcess server(dir.path, "", l);
+  EXPECT_EQ(server.exit_code_within(10), 1);
+  EXPECT_NE(server.log().find("the process may open 256 files (ulimit -n"), std::string::npos)
+      << server.log();
+}
+
+TEST(ServiceLimits, AServerThatCannotAcceptExitsForItsSupervisor) {
+  TempDir dir;
+  Launch l;
+  l.env = {{"DCALIGN_SERVER_FAULT", "accept_failure"}};
+  l.expect_start = false;  // it may be gone before the test reads the port
+  ServerProcess server(dir.path, "", l);
+  EXPECT_EQ(server.exit_code_within(10), 75) << server.log();
+  EXPECT_NE(server.log().find("server_unusable"), std::string::npos) << server.log();
+}
+
+TEST(ServiceLimits, ASecondServerOnTheSameDirectoryIsRefusedNamingTheFirst) {
+  TempDir dir;
+  ServerProcess first(dir.path);
+  ASSERT_GT(first.port(), 0);
+  TempDir other;
+  fs::create_directories(other.path);
+  Launch l;
+  l.data = dir.path / "data";
+  l.expect_start = false;
+  ServerProcess second(other.path, "", l);
+  EXPECT_EQ(second.exit_code_within(10), 1);
+  EXPECT_NE(second.log().find("in use by another dcalign-server (PID " +
+                              std::to_string(first.pid()) + ")"),
+            std::string::npos)
+      << second.log();
+  EXPECT_TRUE(client_for(first.port(), kAnalystToken).healthy());
+}
+
+TEST(ServiceFaults, AFullDiskReachesTheCallerAsResourceExhausted) {
+  TempDir dir;
+  Launch l;
+  l.env = {{"DCALIGN_SERVER_FAULT", "upload.write:ENOSPC"}};
+  ServerProcess server(dir.path, "", l);
+  const Created c = create(server.port(), 1);
+  auto p = client_for(server.port(), c.tokens[0], 1000);
+  expect_rpc_error([&] { p.upload(c.id, v1::PART_ANCHOR, random_matrix(80, 4, 1)); },
+                   StatusCode::RESOURCE_EXHAUSTED, "out of disk space");
+  EXPECT_TRUE(client_for(server.port(), kAnalystToken).healthy());
+}
+
+TEST(ServiceFaults, AFailedJobRemovesItsTemporaryResultsAtOnceAndNamesNoServerPath) {
+  TempDir dir;
+  Launch l;
+  l.env = {{"DCALIGN_SERVER_FAULT", "job.write"}};
+  ServerProcess server(dir.path, "", l);
+  const Created c = create(server.port(), 2);
+  for (int i = 0; i < 2; ++i)
+    client_for(server.port(), c.tokens[static_cast<std::size_t>(i)])
+        .upload(c.id, v1::PART_ANCHOR, random_matrix(80, 4, 30 + i));
+  ASSERT_EQ(wait_for_job(server.port(), c.id), "failed");
+  for (const auto& e : fs::directory_iterator(dir.path / "data" / "collaborations" / c.id))
+    EXPECT_EQ(e.path().filename().string().find(".results"), std::string::npos) << e.path();
+  const std::string error = client_for(server.port(), kAnalystToken).status(c.id).job_error();
+  EXPECT_NE(error.find("fault injected at job.write"), std::string::npos) << error;
+  EXPECT_EQ(error.find(dir.path.string()), std::string::npos) << error;
 }
 
 }  // namespace
