@@ -205,13 +205,7 @@ std::string StagedOutputs::stage(const std::string& path, const std::string& wha
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw InvalidInput(what + " '" + path + "': cannot write in directory '" + dir.string() +
                        "' (" + std::strerror(errno) + ")");
-  if (mode == Stage::new_private) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) == 0)
-      throw InvalidInput(what + " '" + path +
-                         "' exists: a new secret is never written over a file; choose a new "
-                         "name, or move the file away yourself");
-  }
+
   const std::string entry = entry_of(path);
   for (const auto& in : inputs_)
     if (entry == in.entry || entry == in.resolved ||
@@ -226,6 +220,13 @@ std::string StagedOutputs::stage(const std::string& path, const std::string& wha
   for (const auto& e : entries_)
     if (e.entry == entry)
       throw InvalidInput(what + " and " + e.what + " name the same file '" + path + "'");
+  if (mode == Stage::new_private) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0)
+      throw InvalidInput(what + " '" + path +
+                         "' exists: a new secret is never written over a file; choose a new "
+                         "name, or move the file away yourself");
+  }
   // pid and a process-wide counter: distinct for every staging object and thread of the process.
   static std::atomic<unsigned long long> counter{0};
   const std::string tmp =
@@ -349,9 +350,8 @@ void check_replaceable_directory(const std::string& dir, const std::string& what
   if (entries.empty()) return;
   std::string why;
   const std::vector<std::string> files = marker_files(d, &why);
-  if (!why.empty()) {
-    refuse("holds '" + entries.front().first + "' and " + why);
-  }
+  if (!why.empty())
+    refuse("holds '" + entries.front().first + "', which a fetch did not write (" + why + ")");
   const std::set<std::string> listed(files.begin(), files.end());
   for (const auto& [name, type] : entries) {
     if (name == kWrittenMarker) continue;
