@@ -4,9 +4,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET] [TARGET...]
 #
-# SECONDS_PER_TARGET defaults to 12 (the seven targets then take about a minute after the
+# SECONDS_PER_TARGET defaults to 12 (the eight targets then take about a minute and a half after the
 # build); TARGET defaults to all of fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model
-# fuzz_upload.
+# fuzz_upload fuzz_outputs.
 # The committed corpus tests/fuzz/corpus/<target>/ is only read: new inputs go to a scratch
 # directory under build-fuzz/fuzz-runs/, findings to build-fuzz/fuzz-artifacts/ (a minimised
 # copy of a crashing input is what belongs in the corpus as a regression seed, once fixed).
@@ -26,7 +26,7 @@ if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
   exit 2
 fi
 shift || true
-all_targets=(fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model fuzz_upload)
+all_targets=(fuzz_npy fuzz_idx fuzz_csv fuzz_toml fuzz_align fuzz_model fuzz_upload fuzz_outputs)
 targets=("$@")
 ((${#targets[@]})) || targets=("${all_targets[@]}")
 for t in "${targets[@]}"; do

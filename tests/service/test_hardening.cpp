@@ -42,6 +42,21 @@ v1::UploadRequest header_of(const std::string& id, const Matrix<double>& m) {
   return req;
 }
 
+// An upload stream that has sent its header and the first 1000 bytes of `m`, both acknowledged.
+using UploadStream = grpc::ClientReaderWriter<v1::UploadRequest, v1::UploadAck>;
+std::unique_ptr<UploadStream> upload_first_chunk(v1::Analyst::Stub& stub, grpc::ClientContext& ctx,
+                                                 const std::string& id, const Matrix<double>& m) {
+  auto stream = stub.Upload(&ctx);
+  v1::UploadAck ack;
+  v1::UploadRequest chunk;
+  chunk.mutable_chunk()->set_offset(0);
+  chunk.mutable_chunk()->set_data(matrix_bytes(m).substr(0, 1000));
+  EXPECT_TRUE(stream->Write(header_of(id, m)) && stream->Read(&ack));
+  EXPECT_TRUE(stream->Write(chunk) && stream->Read(&ack));
+  EXPECT_EQ(ack.committed(), 1000u);
+  return stream;
+}
+
 TEST(ServiceStreams, AnUploadWithoutAHeaderIsEndedAtTheFirstMessageDeadline) {
   TempDir dir;
   auto o = test_options(dir.path / "data");
@@ -75,16 +90,8 @@ TEST(ServiceStreams, ASilentUploadIsEndedAtTheIdleTimeoutAndResumes) {
   {
     grpc::ClientContext ctx;
     authorize(ctx, r.tokens(0).token());
-    auto stream = stub->Upload(&ctx);
-    ASSERT_TRUE(stream->Write(header_of(r.collaboration_id(), A)));
+    auto stream = upload_first_chunk(*stub, ctx, r.collaboration_id(), A);
     v1::UploadAck ack;
-    ASSERT_TRUE(stream->Read(&ack));
-    v1::UploadRequest chunk;
-    chunk.mutable_chunk()->set_offset(0);
-    chunk.mutable_chunk()->set_data(matrix_bytes(A).substr(0, 1000));
-    ASSERT_TRUE(stream->Write(chunk));
-    ASSERT_TRUE(stream->Read(&ack));
-    EXPECT_EQ(ack.committed(), 1000u);
     // Then silence.
     const auto silent = std::chrono::steady_clock::now();
     EXPECT_FALSE(stream->Read(&ack));
@@ -171,16 +178,10 @@ TEST(ServiceStreams, ACollaborationDeletedDuringAnUploadIsNotFound) {
   auto stub = raw_stub(server.port());
   grpc::ClientContext ctx;
   authorize(ctx, r.tokens(0).token());
-  auto stream = stub->Upload(&ctx);
-  ASSERT_TRUE(stream->Write(header_of(r.collaboration_id(), A)));
-  v1::UploadAck ack;
-  ASSERT_TRUE(stream->Read(&ack));
-  v1::UploadRequest chunk;
-  chunk.mutable_chunk()->set_offset(0);
-  chunk.mutable_chunk()->set_data(bytes.substr(0, 1000));
-  ASSERT_TRUE(stream->Write(chunk));
-  ASSERT_TRUE(stream->Read(&ack));
+  auto stream = upload_first_chunk(*stub, ctx, r.collaboration_id(), A);
   analyst.delete_collaboration(r.collaboration_id());
+  v1::UploadAck ack;
+  v1::UploadRequest chunk;
   chunk.mutable_chunk()->set_offset(1000);
   chunk.mutable_chunk()->set_data(bytes.substr(1000, 1000));
   stream->Write(chunk);
