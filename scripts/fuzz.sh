@@ -45,7 +45,7 @@ cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 
 # Longest input per target: enough for every seed and for the structure each format needs.
 declare -A max_len=([fuzz_npy]=4096 [fuzz_idx]=4096 [fuzz_csv]=4096 [fuzz_toml]=4096
-                    [fuzz_align]=1024 [fuzz_model]=8192 [fuzz_upload]=4096)
+                    [fuzz_align]=1024 [fuzz_model]=8192 [fuzz_upload]=4096 [fuzz_outputs]=512)
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0:symbolize=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
 # One thread per target: the inputs are tiny, and the runs stay reproducible.

@@ -52,8 +52,8 @@ std::string read_file(const fs::path& p) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fs::path root = fs::temp_directory_path() /
-                               ("dcalign_fuzz_outputs_" + std::to_string(::getpid()));
+  static const fs::path root =
+      fs::temp_directory_path() / ("dcalign_fuzz_outputs_" + std::to_string(::getpid()));
   std::error_code ec;
   fs::remove_all(root, ec);
   fs::create_directories(root / "out");
@@ -68,6 +68,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (what & 8) rel = fs::path(kNames[b % 6]) / rel;
     const fs::path at = root / "out" / rel;
     fs::create_directories(at.parent_path(), ec);
+    // The harness itself never writes through a link it made (the sentinel is the invariant).
+    if (fs::exists(fs::symlink_status(at, ec)) ||
+        !fs::is_directory(fs::symlink_status(at.parent_path(), ec)))
+      continue;
     switch (what % 4) {
       case 0:
         std::ofstream(at) << "data";
@@ -85,7 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The marker: the input's own text, or a list of the names chosen above.
   const std::uint8_t marker_kind = in.byte();
   const std::string text = in.rest();
-  if (marker_kind % 3 == 0) {
+  if (fs::exists(fs::symlink_status(root / "out" / kWrittenMarker, ec))) {
+    // (never: no entry has the marker's name)
+  } else if (marker_kind % 3 == 0) {
     std::ofstream(root / "out" / kWrittenMarker) << text;
   } else if (marker_kind % 3 == 1) {
     std::string list;

@@ -8,11 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -834,6 +836,48 @@ TEST_F(NpyTest, WriteReplacesTheDestinationAtomically) {
     ++entries;
   }
   EXPECT_EQ(entries, 3u);  // target.txt, link.npy, subdir
+}
+
+}  // namespace
+}  // namespace dcalign
+
+namespace dcalign {
+namespace {
+
+// A float64 value beyond float32's range, read as float32, is named with its value and place
+// (it would otherwise become an infinity that a later check calls "non-finite"); an infinity or
+// NaN in the file itself is left to that check.
+TEST(NpyFloat32Range, AValueBeyondFloat32IsNamedWithItsValue) {
+  const auto path = (std::filesystem::temp_directory_path() /
+                     ("dcalign_npy_range_" + std::to_string(::getpid()) + ".npy"))
+                        .string();
+  Matrix<double> m(3, 2);
+  m(2, 1) = -1e300;
+  write_npy(path, m.view());
+  try {
+    (void)read_npy_matrix<float>(path);
+    ADD_FAILURE() << "read as float32";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("the value -1.0000000000000001e+300 at row 2, column 1 is "
+                                         "out of float32's range"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_npy_matrix<double>(path)(2, 1), -1e300);  // float64 reads it
+  m(2, 1) = std::numeric_limits<double>::infinity();
+  write_npy(path, m.view());
+  EXPECT_TRUE(std::isinf(read_npy_matrix<float>(path)(2, 1)));
+  Stack<double> s(2, 3, 2);
+  s(1, 0, 1) = 5e38;
+  write_npy(path, s.view());
+  try {
+    (void)read_npy_stack<float>(path);
+    ADD_FAILURE() << "read as float32";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("matrix 1, row 0, column 1"), std::string::npos)
+        << e.what();
+  }
+  std::filesystem::remove(path);
 }
 
 }  // namespace

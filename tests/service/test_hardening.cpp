@@ -331,6 +331,22 @@ TEST(ServiceMessages, CallersReadNoServerPathsAndAFullDiskIsResourceExhausted) {
             StatusCode::NOT_FOUND);
 }
 
+TEST(ServiceMessages, AValueBeyondFloat32IsNamedInAFloat32Collaboration) {
+  TempDir dir;
+  LiveServer server(test_options(dir.path / "data"));
+  auto spec = small_spec(1);
+  (*spec.mutable_options())["precision"] = "float32";
+  const auto r = client_for(server.port(), kAnalystToken).create(spec);
+  auto p = client_for(server.port(), r.tokens(0).token());
+  Matrix<double> A = random_matrix(40, 4, 2);
+  A(7, 2) = 3e300;
+  expect_rpc_error([&] { p.upload(r.collaboration_id(), v1::PART_ANCHOR, A); },
+                   StatusCode::INVALID_ARGUMENT,
+                   "holds 3.0000000000000002e+300 at row 7, column 2, out of float32's range");
+  A(7, 2) = 1;
+  p.upload(r.collaboration_id(), v1::PART_ANCHOR, A);
+}
+
 TEST(ServiceRequestIds, ARetryGetsTheFirstAnswerAndTheSameSecrets) {
   TempDir dir;
   LiveServer server(test_options(dir.path / "data"));

@@ -3,18 +3,31 @@
 Every call carries a deadline and, when a token is given, the metadata
 ``authorization: Bearer <token>``. A call the server refuses raises ServiceError with the gRPC
 status code's name ("PERMISSION_DENIED"); input that cannot be sent (a NaN, a 3-D array, a spec
-with an unknown field) raises ValueError before anything reaches the server.
+with an unknown field, a malformed request id) raises ValueError before anything reaches the
+server.
 """
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import errno
+import functools
 import hashlib
+import json
 import os
 import queue
+import re
+import secrets
 import shutil
+import signal
+import stat
+import sys
 import tempfile
+import threading
 import time
+import warnings
 from pathlib import Path
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Set, Tuple, Union
 
 import grpc
 import numpy as np
@@ -36,16 +49,41 @@ PathLike = Union[str, "os.PathLike[str]"]
 
 _PARTS = {"anchor": pb.PART_ANCHOR, "data": pb.PART_DATA, "labels": pb.PART_LABELS}
 
+# A token file is small (as `dcalign client` and the server read one).
+_MAX_TOKEN_FILE_BYTES = 4096
+
+# Request ids of CreateCollaboration and ReissueToken (analyst.proto, request_id): the server
+# answers a repeated id with the first answer for this long.
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{16,64}")
+_RETRY_WINDOW_MINUTES = 10
+_TRIES = 3  # of a call with a request id, while the network fails (as the C++ client)
+_TRANSIENT = ("UNAVAILABLE", "DEADLINE_EXCEEDED")
+
+# The marker of a directory that fetch wrote (the C++ client's io::kWrittenMarker): a directory
+# is replaced only when it holds a valid marker and nothing but the files the marker lists.
+_MARKER = ".dcalign-fetch.json"
+_MARKER_FORMAT = "dcalign-fetch"
+_MARKER_VERSION = 1
+_MAX_MARKER_BYTES = 1 << 20
+_MAX_TREE_ENTRIES = 100000
+_NOT_REPLACED = (f"not replaced (a fetch replaces only a directory that it wrote itself, marked "
+                 f"by {_MARKER}; choose a new directory or remove it yourself)")
+
 
 class ServiceError(Exception):
     """A call that failed: `code` is the gRPC status code's name ("UNAUTHENTICATED"),
-    `message` the server's (or this client's) explanation, `rpc` the call's name."""
+    `message` the server's (or this client's) explanation, `rpc` the call's name.
+    `request_id` is the request id that create() and reissue() sent (None for other calls): a
+    call that failed with UNAVAILABLE or DEADLINE_EXCEEDED may have been carried out, and
+    calling again with that id within 10 minutes returns its answer."""
 
-    def __init__(self, code: str, message: str, rpc: str = ""):
+    def __init__(self, code: str, message: str, rpc: str = "",
+                 request_id: Optional[str] = None):
         super().__init__(code, message)
         self.code = code
         self.message = message
         self.rpc = rpc
+        self.request_id = request_id
 
     def __str__(self) -> str:
         return f"{self.rpc + ': ' if self.rpc else ''}{self.code}: {self.message}"
@@ -103,8 +141,55 @@ def matrix_bytes(matrix: Any) -> Tuple[int, int, bytes]:
 
 
 def read_token_file(path: PathLike) -> str:
-    """A token file's contents without trailing newlines (as `dcalign client` reads it)."""
-    return Path(path).read_text().rstrip("\r\n")
+    """A token file's contents without trailing line breaks (as `dcalign client` reads it).
+
+    Raises ValueError, naming the path, for a file that cannot be a token file: not a regular
+    file (a directory, a FIFO, a device), larger than 4096 bytes, not UTF-8, holding no token,
+    or a token with whitespace or control characters in it (a space, a tab, a line break before
+    the end). The message never quotes the token. A missing file raises FileNotFoundError."""
+    where = f"the token file '{os.fspath(path)}'"
+    expected = f"expected a regular file of at most {_MAX_TOKEN_FILE_BYTES} bytes"
+    # stat first: opening a FIFO or a device could block or act; fstat again once open.
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{where} is not a regular file: {expected}")
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{where} is not a regular file: {expected}")
+        if st.st_size > _MAX_TOKEN_FILE_BYTES:
+            raise ValueError(f"{where} holds {st.st_size} bytes: {expected}")
+        data = _read_at_most(fd, _MAX_TOKEN_FILE_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_TOKEN_FILE_BYTES:  # it grew since fstat
+        raise ValueError(f"{where} holds more than {_MAX_TOKEN_FILE_BYTES} bytes: {expected}")
+    try:
+        token = data.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise ValueError(f"{where} is not UTF-8 text: expected one line holding a token") \
+            from None
+    if not token:
+        raise ValueError(f"{where} holds no token: expected one line holding a token")
+    for i, ch in enumerate(token):
+        if ch.isspace() or not ch.isprintable():
+            raise ValueError(f"{where}: its token holds the character U+{ord(ch):04X} at "
+                             f"position {i}: expected one line of printable characters without "
+                             "spaces (a token is never split across lines)")
+    return token
+
+
+def _read_at_most(fd: int, limit: int) -> bytes:
+    """Up to `limit` bytes from `fd` (fewer only at the end of the file)."""
+    parts: List[bytes] = []
+    have = 0
+    while have < limit:
+        block = os.read(fd, limit - have)
+        if not block:
+            break
+        parts.append(block)
+        have += len(block)
+    return b"".join(parts)
 
 
 def _message_to_dict(msg) -> Dict[str, Any]:
@@ -139,15 +224,332 @@ def _fsync(path: Path, directory: bool = False) -> None:
         os.close(fd)
 
 
-def _safe_parts(name: str) -> List[str]:
-    """The components of a file name sent by Fetch, or DATA_LOSS for one that could leave the
-    output directory (absolute, '..', backslashes, empty components)."""
+def _relative_parts(name: str) -> Optional[List[str]]:
+    """The components of a relative file name with '/' separators, or None for one that could
+    leave its directory or is not plain (absolute, '..', backslashes, NUL, empty components)."""
     parts = name.split("/")
     if (not name or name.startswith("/") or ".." in name or "\\" in name or "\0" in name
             or any(p in ("", ".") for p in parts)):
+        return None
+    return parts
+
+
+def _safe_parts(name: str) -> List[str]:
+    """The components of a file name sent by Fetch, or DATA_LOSS for one that could leave the
+    output directory (absolute, '..', backslashes, empty components) or is the marker's."""
+    parts = _relative_parts(name)
+    if parts is None or _MARKER in parts:
         raise ServiceError("DATA_LOSS", f"the server sent the file name {name!r}: refused",
                            "Fetch")
     return parts
+
+
+# ---- Directories that fetch writes whole (the format of the C++ client's io::StagedOutputs).
+
+def _read_marker(dir_fd: int) -> Tuple[Optional[List[str]], str]:
+    """The names that the marker of the directory open as `dir_fd` lists, or (None, why it is
+    not a fetch's marker). The marker is never followed through a symbolic link, and read only
+    up to _MAX_MARKER_BYTES."""
+    try:
+        fd = os.open(_MARKER, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None, f"there is no {_MARKER}"
+    except OSError as e:
+        return None, f"its {_MARKER} cannot be read ({e.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, f"its {_MARKER} is not a regular file"
+        if st.st_size > _MAX_MARKER_BYTES:
+            return None, (f"its {_MARKER} holds {st.st_size} bytes, more than a marker can "
+                          f"({_MAX_MARKER_BYTES})")
+        data = _read_at_most(fd, _MAX_MARKER_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > _MAX_MARKER_BYTES:
+        return None, f"its {_MARKER} holds more bytes than a marker can ({_MAX_MARKER_BYTES})"
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None, f"its {_MARKER} is not JSON"
+    if not isinstance(doc, dict) or doc.get("format") != _MARKER_FORMAT:
+        return None, f'its {_MARKER} is not a fetch\'s marker (no "format": "{_MARKER_FORMAT}")'
+    version = doc.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool):
+        return None, f'its {_MARKER} has no integer "format_version"'
+    files = doc.get("files")
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        return None, f'its {_MARKER} has no "files" list of names'
+    for f in files:
+        if _relative_parts(f) is None:
+            return None, f"its {_MARKER} lists the name {f!r}, which leaves the directory"
+    return files, ""
+
+
+def _list_tree(top: Path, refuse: Callable[[str], Exception]) -> List[Tuple[str, str]]:
+    """Every entry below the directory `top`, sorted, as (relative name with '/', kind): kind
+    is "dir", "file" (a regular file), "link" (a symbolic link, never followed) or "other".
+    More than _MAX_TREE_ENTRIES entries raise refuse(why)."""
+    out: List[Tuple[str, str]] = []
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        with os.scandir(top / rel if rel else top) as it:
+            for e in it:
+                name = f"{rel}/{e.name}" if rel else e.name
+                if e.is_symlink():
+                    kind = "link"
+                elif e.is_dir(follow_symlinks=False):
+                    kind = "dir"
+                    pending.append(name)
+                elif e.is_file(follow_symlinks=False):
+                    kind = "file"
+                else:
+                    kind = "other"
+                out.append((name, kind))
+                if len(out) > _MAX_TREE_ENTRIES:
+                    raise refuse(f"holds more than {_MAX_TREE_ENTRIES} entries")
+    out.sort()
+    return out
+
+
+def _check_replaceable(dest: Path) -> bool:
+    """Raises FileExistsError (naming `dest` and the first entry in the way) unless a fetch may
+    put its directory at `dest`: nothing is there, or an empty directory, or a directory that an
+    earlier fetch wrote (a valid marker, and below it nothing but the regular files the marker
+    lists and their directories). A symbolic link is never followed. True when `dest` exists."""
+
+    def refuse(why: str) -> FileExistsError:
+        return FileExistsError(f"'{dest}' {why}: {_NOT_REPLACED}")
+
+    try:
+        st = os.lstat(dest)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        raise refuse("is a symbolic link (never followed)")
+    if not stat.S_ISDIR(st.st_mode):
+        raise refuse("exists and is not a directory")
+    entries = _list_tree(dest, refuse)
+    if not entries:
+        return True
+    try:
+        fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as e:
+        raise refuse(f"cannot be opened as a directory ({e.strerror})") from None
+    try:
+        files, why = _read_marker(fd)
+    finally:
+        os.close(fd)
+    if files is None:
+        first = next((name for name, _ in entries if name != _MARKER), entries[0][0])
+        raise refuse(f"holds '{first}', which a fetch did not write ({why})")
+    listed = set(files)
+    parents = {"/".join(parts[:i]) for parts in (f.split("/") for f in files)
+               for i in range(1, len(parts))}
+    for name, kind in entries:
+        if name == _MARKER or (kind == "file" and name in listed) or \
+                (kind == "dir" and name in parents):
+            continue
+        if kind == "link":
+            raise refuse(f"holds the symbolic link '{name}', which a fetch did not write")
+        raise refuse(f"holds '{name}', which a fetch did not write")
+    return True
+
+
+def _mark_written(tmp: Path, collaboration_id: str, names: List[str]) -> None:
+    """Writes the marker listing `names` into the fetched directory `tmp`, then flushes the
+    marker and every directory to disk (the files are flushed as they are closed)."""
+    files = sorted(names)
+    doc = {"format": _MARKER_FORMAT, "format_version": _MARKER_VERSION,
+           "collaboration": collaboration_id, "files": files}
+    with open(tmp / _MARKER, "x", encoding="utf-8") as f:
+        f.write(json.dumps(doc, indent=2) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    dirs = {"/".join(parts[:i]) for parts in (n.split("/") for n in files)
+            for i in range(1, len(parts))}
+    for d in sorted(dirs, key=lambda d: d.count("/"), reverse=True):  # deepest first
+        _fsync(tmp.joinpath(*d.split("/")), directory=True)
+    _fsync(tmp, directory=True)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+@functools.lru_cache(maxsize=None)
+def _renameat2() -> Optional[Callable[..., int]]:
+    """glibc's renameat2, or None (not Linux, or a C library without it)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        fn = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swaps the directory entries `a` and `b` in one step (renameat2 RENAME_EXCHANGE). False
+    where the system or the file system cannot; OSError naming `b` when the swap failed."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    if fn(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, f"cannot swap the new result into place ({os.strerror(err)})", str(b))
+
+
+def _swap_into_place(tmp: Path, dest: Path) -> Optional[Path]:
+    """Moves the directory `tmp` to `dest`. An existing `dest` is swapped with it in one step or,
+    where that cannot be done, moved aside to a new hidden sibling first (and moved back when
+    the second rename fails): `dest` is always the old or the new directory. Returns where the
+    old directory now is (None when there was none); the caller disposes of it."""
+    if not os.path.lexists(dest):
+        os.rename(tmp, dest)
+        return None
+    if _exchange(tmp, dest):
+        return tmp  # the old directory is where the new one was
+    old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    try:
+        os.rename(dest, old)  # onto the empty directory that mkdtemp made
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.rmdir(old)
+        raise
+    try:
+        os.rename(tmp, dest)
+    except BaseException:
+        os.rename(old, dest)
+        raise
+    return old
+
+
+def _open_below(dir_fd: int, parts: List[str]) -> int:
+    """A new descriptor of the directory dir_fd/parts[0]/parts[1]/..., no component followed
+    through a symbolic link. The caller closes it."""
+    fd = os.dup(dir_fd)
+    try:
+        for part in parts:
+            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                            dir_fd=fd)
+            os.close(fd)
+            fd = below
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _remove_written(directory: Path) -> bool:
+    """Removes a directory that a fetch wrote, through its marker only: the regular files it
+    lists, the marker, then the directories that became empty (a directory without a marker is
+    removed only when empty). Anything else (a file put there since) stays, and so does the
+    directory; False then. Nothing is followed through a symbolic link."""
+    try:
+        top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        files, _ = _read_marker(top)
+        if files is None:
+            files = []  # an empty directory (anything else stays, and so does it)
+        dirs: Set[Tuple[str, ...]] = set()
+        for name in files:
+            parts = name.split("/")  # _read_marker checked that each name stays below
+            dirs.update(tuple(parts[:i]) for i in range(1, len(parts)))
+            try:
+                fd = _open_below(top, parts[:-1])
+            except OSError:
+                continue
+            try:
+                if stat.S_ISREG(os.stat(parts[-1], dir_fd=fd, follow_symlinks=False).st_mode):
+                    os.unlink(parts[-1], dir_fd=fd)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(_MARKER, dir_fd=top)
+        for d in sorted(dirs, key=len, reverse=True):  # deepest first
+            try:
+                fd = _open_below(top, list(d[:-1]))
+            except OSError:
+                continue
+            try:
+                os.rmdir(d[-1], dir_fd=fd)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    finally:
+        os.close(top)
+    try:
+        os.rmdir(directory)
+    except OSError:
+        return False
+    return True
+
+
+class _Terminated(BaseException):
+    """Raised by the SIGTERM handler of _SigtermCleanup, so that fetch's cleanup runs."""
+
+
+class _SigtermCleanup:
+    """While fetch runs on the main thread and SIGTERM has its default action (death), SIGTERM
+    raises _Terminated instead, so that the temporaries are removed; when the block ends the
+    process then dies of SIGTERM, as it would have. Within deferred() blocks a SIGTERM waits.
+    On other threads, or with a handler of the program's own, nothing is changed."""
+
+    def __init__(self) -> None:
+        self.installed = False
+        self.pending = False
+        self.deferring = 0
+
+    def __enter__(self) -> "_SigtermCleanup":
+        if threading.current_thread() is threading.main_thread():
+            try:
+                if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+                    signal.signal(signal.SIGTERM, self._handler)
+                    self.installed = True
+            except (ValueError, OSError):  # no signals here (an embedded interpreter)
+                pass
+        return self
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        if self.pending:
+            return  # already on the way out
+        self.pending = True
+        if not self.deferring:
+            raise _Terminated()
+
+    @contextlib.contextmanager
+    def deferred(self, then_raise: bool = False) -> Iterator[None]:
+        """A block that a SIGTERM does not interrupt; with `then_raise`, one that came meanwhile
+        raises _Terminated when the block ends."""
+        self.deferring += 1
+        try:
+            yield
+        finally:
+            self.deferring -= 1
+        if then_raise and self.pending and not self.deferring:
+            raise _Terminated()
+
+    def __exit__(self, *exc: Any) -> None:
+        if not self.installed:
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self.pending:
+            # The cleanup is done: die of the signal, as without the handler.
+            os.kill(os.getpid(), signal.SIGTERM)
+            raise SystemExit(128 + signal.SIGTERM)  # not reached where SIGTERM kills
 
 
 class Client:
@@ -212,13 +614,61 @@ class Client:
         except grpc.RpcError as e:
             raise _rpc_error(rpc, e) from None
 
+    def _retried(self, rpc: str, request, request_id: str):
+        """A call that the server carries out once per request id: tried up to _TRIES times,
+        with the same request (and id), while it fails with UNAVAILABLE or DEADLINE_EXCEEDED.
+        A ServiceError carries the id; a transient one says how to recover the answer."""
+        for attempt in range(1, _TRIES + 1):
+            try:
+                return self._unary(rpc, request)
+            except ServiceError as e:
+                e.request_id = request_id
+                if e.code not in _TRANSIENT:
+                    raise
+                if attempt == _TRIES:
+                    e.message = (f"{e.message} (tried {_TRIES} times; the server may have "
+                                 f"carried it out: call again with request_id={request_id!r} "
+                                 f"within {_RETRY_WINDOW_MINUTES} minutes to get its answer)")
+                    raise
+            time.sleep(0.2 * attempt)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def new_request_id() -> str:
+        """A new request id for create() or reissue(): 24 random characters of [A-Za-z0-9_-].
+        Record it before the call to be able to recover the call's answer (the tokens) after a
+        crash or a lost connection: see create()."""
+        return secrets.token_urlsafe(18)
+
+    @staticmethod
+    def _request_id(request_id: Optional[str]) -> str:
+        """`request_id` checked (ValueError), or a new one for None."""
+        if request_id is None:
+            return Client.new_request_id()
+        if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+            raise ValueError(f"request_id {request_id!r}: expected 16 to 64 characters of "
+                             "A-Z a-z 0-9 _ - (see Client.new_request_id())")
+        return request_id
+
     # -- the analyst ---------------------------------------------------------------------------
-    def create(self, spec: Union[Dict[str, Any], "pb.CollaborationSpec"]
-               ) -> Tuple[str, Dict[str, str]]:
+    def create(self, spec: Union[Dict[str, Any], "pb.CollaborationSpec"],
+               request_id: Optional[str] = None) -> Tuple[str, Dict[str, str]]:
         """Creates a collaboration from a CollaborationSpec given as a dict (the proto's field
         names, e.g. {"name": .., "method": "odc", "dim": 4, "anchor": {"kind": "uniform", ...},
         "participants": [...], "model": "none", "max_rows": 100, "seed": 5}).
-        Returns (collaboration_id, {participant: token}); the tokens are shown only once."""
+        Returns (collaboration_id, {participant: token}); the tokens are shown only once.
+
+        `request_id` (16 to 64 characters of A-Z a-z 0-9 _ -; None: Client.new_request_id())
+        makes the call safe to repeat: the server answers the same request_id with the same
+        spec, within 10 minutes, with the first call's answer (the same collaboration and
+        tokens) instead of creating another. The call is tried up to 3 times with the same id
+        while it fails with UNAVAILABLE or DEADLINE_EXCEEDED. A caller who lost the answer (a
+        crash, a lost connection, a failed write of the tokens) may call again with the same
+        request_id within 10 minutes: choose one with Client.new_request_id() and record it
+        before the call, or take it from the raised ServiceError's `request_id`. The same id
+        with another spec is refused (INVALID_ARGUMENT). A malformed id raises ValueError
+        before anything is sent."""
+        rid = self._request_id(request_id)
         if isinstance(spec, pb.CollaborationSpec):
             message = spec
         else:
@@ -226,14 +676,23 @@ class Client:
                 message = json_format.ParseDict(spec, pb.CollaborationSpec())
             except (json_format.ParseError, TypeError, AttributeError) as e:
                 raise ValueError(f"not a CollaborationSpec: {e}") from None
-        resp = self._unary("CreateCollaboration",
-                           pb.CreateCollaborationRequest(spec=message))
+        resp = self._retried("CreateCollaboration",
+                             pb.CreateCollaborationRequest(spec=message, request_id=rid), rid)
         return resp.collaboration_id, {t.participant: t.token for t in resp.tokens}
 
-    def reissue(self, collaboration_id: str, participant: str) -> str:
-        """Revokes the participant's token and returns its new one."""
-        resp = self._unary("ReissueToken", pb.ReissueTokenRequest(
-            collaboration_id=collaboration_id, participant=participant))
+    def reissue(self, collaboration_id: str, participant: str,
+                request_id: Optional[str] = None) -> str:
+        """Revokes the participant's token and returns its new one.
+
+        `request_id` works as in create(): the server answers the same request_id for the same
+        collaboration and participant, within 10 minutes, with the first call's token instead of
+        revoking that one too; the call is tried up to 3 times with the same id while it fails
+        with UNAVAILABLE or DEADLINE_EXCEEDED. A caller who lost the answer may call again with
+        the same request_id within 10 minutes (Client.new_request_id() chooses one to record
+        before the call; a raised ServiceError carries it as `request_id`)."""
+        rid = self._request_id(request_id)
+        resp = self._retried("ReissueToken", pb.ReissueTokenRequest(
+            collaboration_id=collaboration_id, participant=participant, request_id=rid), rid)
         return resp.token.token
 
     def run(self, collaboration_id: str) -> str:
@@ -359,42 +818,64 @@ class Client:
         """Writes the caller's results (G.npy, report.json, ...) into the directory `out_dir`
         and returns their relative names.
 
-        The files are written into a new temporary directory beside `out_dir`, each checked
-        against the size and SHA-256 the server declared, then the directory is renamed into
-        place; on any failure nothing of the fetch is left behind. An existing `out_dir` is
-        replaced only when it is empty or an earlier fetch (holds G.npy); anything else is
-        refused with FileExistsError. File names that could leave `out_dir` (absolute, '..')
-        are refused (DATA_LOSS)."""
+        Before the call, `out_dir` is checked: its parent must be a directory, and `out_dir`
+        must not exist, or be an empty directory, or a directory that an earlier fetch wrote
+        (it holds the marker .dcalign-fetch.json and nothing but the files that the marker
+        lists). Anything else, a symbolic link included (never followed), raises
+        FileExistsError naming the first entry in the way: a fetch never deletes a file it did
+        not write. A directory of an older client, without the marker, is not replaced either.
+
+        The files are written into a new hidden temporary directory beside `out_dir`, each
+        checked against the size and SHA-256 the server declared; then the marker is written,
+        everything is flushed to disk, and the directory is put in place in one step (an
+        existing `out_dir` is swapped with it, checked again first, and the old one is removed
+        through its marker). On any failure, an exception, KeyboardInterrupt or (on the main
+        thread, with SIGTERM's default action) SIGTERM, the temporary directory is removed and
+        an earlier result stays as it was; after SIGTERM the process then dies of it. File names
+        that could leave `out_dir` (absolute, '..') are refused (DATA_LOSS)."""
         dest = Path(os.path.abspath(out_dir))
         parent = dest.parent
+        if dest == parent:
+            raise ValueError(f"the output '{dest}' has no parent directory: expected a "
+                             "directory to create or replace")
         if not parent.is_dir():
+            if parent.exists():
+                raise NotADirectoryError(f"the output's parent {parent} is not a directory")
             raise FileNotFoundError(f"the output's parent directory {parent} does not exist")
-        replace = dest.exists() or dest.is_symlink()
-        if replace and (dest.is_symlink() or not dest.is_dir() or (
-                any(dest.iterdir()) and not (dest / "G.npy").is_file())):
-            raise FileExistsError(f"{dest} exists and is not a fetched result (no G.npy): "
-                                  "not replaced")
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.fetch-", dir=parent))
-        try:
-            names = self._receive(collaboration_id, tmp)
-            _fsync(tmp, directory=True)
-            if replace:
-                old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=parent))
-                os.rename(dest, old / "d")
-                os.rename(tmp, dest)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(tmp, dest)
-            _fsync(parent, directory=True)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        _check_replaceable(dest)  # before the call
+        with _SigtermCleanup() as guard:
+            tmp: Optional[Path] = None
+            try:
+                with guard.deferred(then_raise=True):
+                    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.fetch-", dir=parent))
+                names = self._receive(collaboration_id, tmp)
+                _mark_written(tmp, collaboration_id, names)
+            except BaseException:
+                with guard.deferred():
+                    if tmp is not None:
+                        shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            # From here on a SIGTERM waits until the result is in place and the old one gone.
+            with guard.deferred():
+                try:
+                    # Checked again: a file put into the old result meanwhile keeps it.
+                    _check_replaceable(dest)
+                    old = _swap_into_place(tmp, dest)
+                except BaseException:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    raise
+                if old is not None and not _remove_written(old):
+                    warnings.warn(f"the previous result in '{dest}' was replaced; what was added "
+                                  f"to it meanwhile is kept in '{old}'", RuntimeWarning,
+                                  stacklevel=2)
+                _fsync(parent, directory=True)
         return names
 
     def _receive(self, collaboration_id: str, tmp: Path) -> List[str]:
         """The Fetch stream into the fresh directory `tmp`; every file verified."""
         root = os.path.realpath(tmp)
         names: List[str] = []
+        seen: Set[str] = set()
         current = None  # [name, file object, sha256, bytes so far, declared size, declared sum]
 
         def close_current():
@@ -406,24 +887,31 @@ class Client:
                 raise ServiceError("DATA_LOSS", f"{name} arrived corrupt ({have} of {size} "
                                    "bytes, or its SHA-256 differs)", "Fetch")
 
+        call = self._stub.Fetch(pb.FetchRequest(collaboration_id=collaboration_id),
+                                timeout=self.deadline, metadata=self._metadata)
         try:
-            for chunk in self._stub.Fetch(pb.FetchRequest(collaboration_id=collaboration_id),
-                                          timeout=self.deadline, metadata=self._metadata):
+            for chunk in call:
                 if current is None or chunk.file != current[0]:
                     if current is not None:
                         close_current()
                         current = None
                     parts = _safe_parts(chunk.file)
-                    if chunk.file in names:
+                    if chunk.file in seen:
                         raise ServiceError("DATA_LOSS", f"{chunk.file} was sent twice", "Fetch")
                     path = Path(root, *parts)
                     if not os.path.realpath(path).startswith(root + os.sep):
                         raise ServiceError("DATA_LOSS", f"{chunk.file} leaves the output",
                                            "Fetch")
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    current = [chunk.file, open(path, "xb"), hashlib.sha256(), 0,
-                               chunk.file_size, chunk.sha256]
+                    try:
+                        path.parent.mkdir(parents=True, exist_ok=True)
+                        f = open(path, "xb")
+                    except (FileExistsError, NotADirectoryError, IsADirectoryError):
+                        raise ServiceError("DATA_LOSS", f"{chunk.file} clashes with another "
+                                           "file of the result", "Fetch") from None
+                    current = [chunk.file, f, hashlib.sha256(), 0, chunk.file_size,
+                               chunk.sha256]
                     names.append(chunk.file)
+                    seen.add(chunk.file)
                 if chunk.offset != current[3]:
                     raise ServiceError("DATA_LOSS", f"a chunk of {chunk.file} out of order",
                                        "Fetch")
@@ -441,6 +929,7 @@ class Client:
         finally:
             if current is not None:
                 current[1].close()
+            call.cancel()  # ends a stream left early (no-op after its end)
         if "G.npy" not in names:
             raise ServiceError("DATA_LOSS", "the result has no G.npy", "Fetch")
         return names

@@ -151,7 +151,21 @@ class ServerTest(unittest.TestCase):
                     self.assertEqual(G.shape, (DIM, DIM))
                     np.testing.assert_allclose(G.T @ G, np.eye(DIM), rtol=0, atol=1e-12)
                     aligned[p] = releases[p] @ G
-                    c.fetch(cid, out)  # a second fetch replaces the first
+                    marker = json.loads((out / ".dcalign-fetch.json").read_text())
+                    self.assertEqual(marker, {"format": "dcalign-fetch", "format_version": 1,
+                                              "collaboration": cid, "files": sorted(names)})
+                    # A second fetch replaces the first, which it recognizes by the marker.
+                    self.assertEqual(c.fetch(cid, out), names)
+                    np.testing.assert_array_equal(np.load(out / "G.npy"), G)
+                    self.assertEqual(json.loads((out / ".dcalign-fetch.json").read_text()),
+                                     marker)
+                    self.assertEqual([n for n in os.listdir(self.root) if n.startswith(".")],
+                                     [])
+                    # A user's file in it keeps it from being replaced (before any call).
+                    (out / "notes.txt").write_text("mine")
+                    with self.assertRaisesRegex(FileExistsError, "holds 'notes.txt'"):
+                        c.fetch(cid, out)
+                    self.assertEqual((out / "notes.txt").read_text(), "mine")
                     np.testing.assert_array_equal(np.load(out / "G.npy"), G)
             # The alignment did something: the aligned releases agree better than the raw ones.
             raw = np.mean([np.linalg.norm(releases[p] - releases[q])
@@ -199,6 +213,39 @@ class ServerTest(unittest.TestCase):
                 self.assertEqual(c.upload_offset(cid, "anchor")["total"], 0)
             bob = a.status(cid)["participants"][1]
             self.assertEqual((bob["participant"], bob["uploaded"]), ("bob", False))
+            a.delete_collaboration(cid)
+
+    def test_request_id_repeats_the_first_answer(self):
+        rid = Client.new_request_id()
+        with analyst() as a:
+            cid, tokens = a.create(spec("py-request-id"), request_id=rid)
+            again, tokens_again = a.create(spec("py-request-id"), request_id=rid)
+            if again != cid:
+                a.delete_collaboration(again)
+                a.delete_collaboration(cid)
+                self.skipTest("server predates request_id: two creates with the same "
+                              f"request_id made two collaborations ({SERVER})")
+            self.assertEqual(tokens_again, tokens)
+            # The same id with another request is refused, not answered.
+            with self.assertRaises(ServiceError) as cm:
+                a.create(spec("py-request-id-other"), request_id=rid)
+            self.assertEqual(cm.exception.code, "INVALID_ARGUMENT")
+            self.assertEqual(cm.exception.request_id, rid)
+            # Without an id given, each call gets a new one: two collaborations.
+            other, _ = a.create(spec("py-request-id"))
+            self.assertNotEqual(other, cid)
+            a.delete_collaboration(other)
+            # A repeated reissue returns the same new token instead of revoking it in turn.
+            rid2 = Client.new_request_id()
+            token = a.reissue(cid, "bob", request_id=rid2)
+            self.assertNotEqual(token, tokens["bob"])
+            self.assertEqual(a.reissue(cid, "bob", request_id=rid2), token)
+            with participant(token) as c:
+                self.assertEqual(c.upload_offset(cid, "anchor")["total"], 0)
+            with participant(tokens["bob"]) as c:
+                with self.assertRaises(ServiceError) as cm:
+                    c.upload_offset(cid, "anchor")
+                self.assertEqual(cm.exception.code, "UNAUTHENTICATED")
             a.delete_collaboration(cid)
 
     def test_errors(self):
