@@ -248,24 +248,15 @@ class ServerProcess {
     { std::ofstream(token) << kAnalystToken << "\n"; }
     fs::permissions(token, fs::perms::owner_read | fs::perms::owner_write);
     const int streams = std::max(64, 4 * o.threads + 16);
-    args_ = {o.server,
-             "--listen",
-             "127.0.0.1:0",
-             "--data-dir",
-             (dir / "data").string(),
-             "--analyst-token-file",
-             token.string(),
-             "--insecure-localhost",
-             "--port-file",
-             port.string(),
-             "--device",
-             "cpu",
-             "--max-upload-streams",
-             std::to_string(streams),
-             "--max-chunk-bytes",
-             std::to_string(o.chunk_bytes),
-             "--shutdown-grace",
-             "10"};
+    args_ = {o.server, "--listen", "127.0.0.1:0", "--data-dir", (dir / "data").string(),
+             "--analyst-token-file", token.string(), "--insecure-localhost", "--port-file",
+             port.string(), "--device", "cpu", "--max-upload-streams", std::to_string(streams),
+             // Every client thread is on 127.0.0.1: one address, as far as the server can tell.
+             "--max-fetch-streams", std::to_string(streams), "--max-streams-per-peer",
+             std::to_string(2 * streams), "--max-connections-per-peer",
+             std::to_string(2 * streams + 64), "--max-connections",
+             std::to_string(2 * streams + 64), "--max-chunk-bytes", std::to_string(o.chunk_bytes),
+             "--shutdown-grace", "10"};
     const std::string log = (dir / "server.log").string();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");
@@ -1028,8 +1019,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1LL, 100000000LL))
       ->capture_default_str();
   app.add_option("--model", o.model,
-                 "spec.model: none (alignment only) or a learning-layer model (linear, logreg, "
-                 "knn, svm, forest, mlp); with one, X~_i and labels are uploaded too")
+                 "spec.model: none (alignment only) or a learning-layer model the server takes "
+                 "(linear, logreg, mlp; knn, svm and forest keep training rows and are refused); "
+                 "with one, X~_i and labels are uploaded too")
       ->capture_default_str();
   app.add_option("--num-classes", o.num_classes, "spec.num_classes: 0 regression, K >= 2 classes")
       ->check(CLI::Range(0, 1000000))

@@ -397,8 +397,7 @@ fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag) 
 
 /// Moves the complete directory `tmp` to `dest` (io::swap_into_place: an existing model is
 /// swapped with the new one in one step where the file system can), then removes the old one.
-void publish(const fs::path& tmp, const fs::path& dest, bool replace) {
-  (void)replace;  // swap_into_place looks for itself
+void publish(const fs::path& tmp, const fs::path& dest) {
   const std::string old = io::swap_into_place(tmp.string(), dest.string());
   std::error_code ec;
   if (!old.empty()) fs::remove_all(old, ec);  // a leftover is harmless
@@ -467,7 +466,6 @@ void save_directory(const std::string& dir, const Layout& layout, const FilesOf&
     throw IoError("cannot save model to '" + dir + "': the directory '" + parent.string() +
                   "' does not exist");
   check_destination(dir, layout, files_of);
-  const bool replace = fs::symlink_status(dest, ec).type() != fs::file_type::not_found;
 
   // The whole directory is written under a temporary name beside `dest`, then renamed.
   const fs::path tmp = sibling(parent, dest.filename(), "tmp");
@@ -479,7 +477,7 @@ void save_directory(const std::string& dir, const Layout& layout, const FilesOf&
     write(tmp);
     for (const auto& e : fs::directory_iterator(tmp)) fsync_path(e.path(), false);
     fsync_path(tmp, true);
-    publish(tmp, dest, replace);
+    publish(tmp, dest);
     io::forget_temporary(tmp.string());
     fsync_path(parent, true);
   } catch (const std::exception& e) {

@@ -101,8 +101,8 @@ Json options_json(const Saved& s);
 void fsync_path(const fs::path& p, bool directory);
 /// A name in `parent` that no other save (thread or process) uses.
 fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag);
-/// Moves the complete directory `tmp` to `dest` (see model_file.cpp).
-void publish(const fs::path& tmp, const fs::path& dest, bool replace);
+/// Moves the complete directory `tmp` to `dest` (io::swap_into_place) and removes the old one.
+void publish(const fs::path& tmp, const fs::path& dest);
 
 /// The files of a saved directory besides model.json, as its model.json names them.
 using FilesOf = std::function<std::vector<std::string>(const Json& model_json)>;

@@ -7,6 +7,7 @@
 #include "core/methods.hpp"
 #include "dcalign/align.hpp"
 #include "dcalign/backend.hpp"
+#include "dcalign/polar.hpp"
 #include "dcalign/user.hpp"
 
 namespace dcalign {
@@ -53,6 +54,25 @@ SvdAlgorithm parse_svd_algorithm(const std::string& name) {
   if (n == "randomized" || n == "randomised") return SvdAlgorithm::randomized;
   if (n == "gram") return SvdAlgorithm::gram;
   unknown("svd algorithm", name, "exact, randomized, gram");
+}
+
+std::string to_string(PolarMethod m) {
+  switch (m) {
+    case PolarMethod::automatic:
+      return "auto";
+    case PolarMethod::svd:
+      return "svd";
+    case PolarMethod::iterative:
+      return "iterative";
+  }
+  return "auto";
+}
+PolarMethod parse_polar_method(const std::string& name) {
+  const auto n = normalise(name);
+  if (n == "auto" || n == "automatic") return PolarMethod::automatic;
+  if (n == "svd") return PolarMethod::svd;
+  if (n == "iterative" || n == "newton") return PolarMethod::iterative;
+  unknown("polar method", name, "auto, svd, iterative");
 }
 
 std::string to_string(Method m) { return core::method_info(m).name; }

@@ -15,25 +15,6 @@
 
 namespace dcalign {
 
-PolarMethod parse_polar_method(const std::string& name) {
-  if (name == "auto" || name == "automatic") return PolarMethod::automatic;
-  if (name == "svd") return PolarMethod::svd;
-  if (name == "iterative" || name == "newton") return PolarMethod::iterative;
-  throw InvalidInput("unknown polar method '" + name + "' (expected auto, svd or iterative)");
-}
-
-std::string to_string(PolarMethod m) {
-  switch (m) {
-    case PolarMethod::automatic:
-      return "auto";
-    case PolarMethod::svd:
-      return "svd";
-    case PolarMethod::iterative:
-      return "iterative";
-  }
-  return "auto";
-}
-
 PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool single_precision) {
   (void)count;
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.

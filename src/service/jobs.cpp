@@ -136,7 +136,7 @@ std::string run_job(State& s, const std::string& id) {
     crash_point("job.write");
   }
   model_file::fsync_path(tmp, true);
-  model_file::publish(tmp, s.results_dir(id), fs::exists(s.results_dir(id)));
+  model_file::publish(tmp, s.results_dir(id));
   model_file::fsync_path(dir, true);
   crash_point("job.publish");
   return report_text;

@@ -3,6 +3,7 @@
 // streams (Upload, Fetch) in transfer.cpp. Every handler authenticates first (UNAUTHENTICATED),
 // then checks the caller's role and collaboration (PERMISSION_DENIED), then the request
 // (INVALID_ARGUMENT, NOT_FOUND, FAILED_PRECONDITION), and only then touches files.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -144,6 +145,7 @@ class Service final : public v1::Analyst::Service {
         // before the files are removed leaves an orphan directory that recover() removes.
         s_.store->delete_collaboration(id);
       }
+      crash_point("delete.files");  // the rows and the tombstone are in, the files still here
       fs::create_directories(s_.trash_dir());
       const fs::path trash = s_.trash_dir() / id;
       std::error_code ec;
@@ -275,6 +277,11 @@ class Service final : public v1::Analyst::Service {
   void remember(const std::string& request_id, const Request& req, const Response& resp) {
     if (request_id.empty()) return;
     std::lock_guard<std::mutex> lock(s_.answers_mu);
+    // Bounded: past kMaxAnswers the answer closest to its expiry makes room.
+    if (s_.answers.size() >= State::kMaxAnswers && !s_.answers.count(request_id))
+      s_.answers.erase(std::min_element(
+          s_.answers.begin(), s_.answers.end(),
+          [](const auto& a, const auto& b) { return a.second.expires < b.second.expires; }));
     s_.answers[request_id] = {
         req.SerializeAsString(), resp.SerializeAsString(),
         std::chrono::steady_clock::now() +

@@ -59,6 +59,7 @@ struct State {
   /// Answers of CreateCollaboration and ReissueToken by request id, kept in memory for
   /// kRetryWindowSeconds so that a retry gets the same tokens (analyst.proto, request_id).
   static constexpr double kRetryWindowSeconds = 600;
+  static constexpr std::size_t kMaxAnswers = 10000;
   struct Answer {
     std::string request;   ///< the serialised request it answered
     std::string response;  ///< the serialised response

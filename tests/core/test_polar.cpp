@@ -533,6 +533,11 @@ TEST(PolarMethodNames, ParseAndPrint) {
   EXPECT_EQ(parse_polar_method("iterative"), PolarMethod::iterative);
   EXPECT_EQ(to_string(PolarMethod::iterative), "iterative");
   EXPECT_THROW(parse_polar_method("qdwh"), InvalidInput);
+  // Case-insensitive, as every other enumeration's parser (core/names.cpp).
+  EXPECT_EQ(parse_polar_method("SVD"), PolarMethod::svd);
+  EXPECT_EQ(parse_polar_method("Iterative"), PolarMethod::iterative);
+  for (auto m : {PolarMethod::automatic, PolarMethod::svd, PolarMethod::iterative})
+    EXPECT_EQ(parse_polar_method(to_string(m)), m);
 }
 
 }  // namespace

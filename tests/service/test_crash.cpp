@@ -287,6 +287,31 @@ TEST(ServiceCrash, ARealKillDuringUploadsLosesNothingAcknowledged) {
   EXPECT_TRUE(p.upload_offset(c.id, v1::PART_ANCHOR).complete());
 }
 
+// A crash between the deletion's rows (and its tombstone) and its files: the next start removes
+// the orphan it can prove, and nothing of the other collaboration.
+TEST(ServiceCrash, DuringADeletionBetweenTheRowsAndTheFiles) {
+  TempDir dir;
+  Created doomed, kept;
+  {
+    ServerProcess server(dir.path, "delete.files");
+    doomed = create(server.port(), 1);
+    kept = create(server.port(), 1);
+    client_for(server.port(), kept.tokens[0])
+        .upload(kept.id, v1::PART_ANCHOR, random_matrix(80, 4, 5));
+    EXPECT_THROW(client_for(server.port(), kAnalystToken).delete_collaboration(doomed.id),
+                 RpcError);
+    ASSERT_TRUE(server.killed_by_crash_point()) << server.log();
+  }
+  const fs::path collaborations = dir.path / "data" / "collaborations";
+  ASSERT_TRUE(fs::exists(collaborations / doomed.id));  // the crash left it
+  ServerProcess server(dir.path);
+  EXPECT_FALSE(fs::exists(collaborations / doomed.id));
+  EXPECT_TRUE(fs::exists(collaborations / kept.id / "uploads" / "p0" / "anchor.f64"));
+  expect_rpc_error([&] { client_for(server.port(), kAnalystToken).status(doomed.id); },
+                   StatusCode::NOT_FOUND, "no collaboration");
+  EXPECT_TRUE(client_for(server.port(), kAnalystToken).status(kept.id).participants(0).uploaded());
+}
+
 // ---- Resource bounds and faults, on a server process of its own.
 
 // A TCP connection to 127.0.0.1:port from the loopback address `source` (127.0.0.0/8 is all
