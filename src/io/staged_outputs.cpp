@@ -298,9 +298,11 @@ std::vector<std::string> marker_files(const fs::path& dir, std::string* why) {
   std::ifstream in(marker, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), {});
   const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != kWrittenFormat ||
-      !j.contains("format_version") || !j["format_version"].is_number_integer() ||
-      !j.contains("files") || !j["files"].is_array()) {
+  // Typed checks before any get(): a marker is data, and nlohmann's value() throws on a "format"
+  // that is not a string (fuzz_outputs found it).
+  if (j.is_discarded() || !j.is_object() || !j.contains("format") || !j["format"].is_string() ||
+      j["format"].get<std::string>() != kWrittenFormat || !j.contains("format_version") ||
+      !j["format_version"].is_number_integer() || !j.contains("files") || !j["files"].is_array()) {
     *why = "its marker is not one of dcalign's";
     return {};
   }

@@ -70,6 +70,12 @@ TEST(WrittenDirectories, OnlyNewEmptyOrUntouchedWrittenDirectoriesMayBeReplaced)
   written(t.path / "forged");
   write(t.path / "forged" / kWrittenMarker, R"({"format": "something-else", "files": []})");
   expect_refused(t.path / "forged", "not one of dcalign's");
+  // A marker of the wrong types is data like any other (fuzz_outputs found a throw here).
+  write(t.path / "forged" / kWrittenMarker, R"({"format": 0, "files": ["G.npy"]})");
+  expect_refused(t.path / "forged", "not one of dcalign's");
+  write(t.path / "forged" / kWrittenMarker,
+        R"({"format": "dcalign-fetch", "format_version": 1, "files": [1]})");
+  expect_refused(t.path / "forged", "not one of dcalign's");
 }
 
 TEST(WrittenDirectories, TheOldDirectoryIsRemovedThroughItsMarkerOnly) {
