@@ -2,9 +2,8 @@
 
 #include <atomic>
 
-#include "service/rpc.hpp"
-
 #include "service/common.hpp"
+#include "service/rpc.hpp"
 
 namespace dcalign::service::rpc {
 
@@ -90,10 +89,6 @@ Status Access::member_of(ServerContext* ctx, const std::string& id, Caller* c,
     return error(StatusCode::PERMISSION_DENIED, "this token belongs to another collaboration");
   return found(id, spec);
 }
-
-}  // namespace dcalign::service::rpc
-
-namespace dcalign::service::rpc {
 
 Status status_of(const char* rpc, const std::exception& e) {
   if (dynamic_cast<const InvalidInput*>(&e))

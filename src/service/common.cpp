@@ -260,14 +260,22 @@ void crash_point(const char* point) {
   }
 }
 
-void fault_point(const char* point) {
+bool fault_armed(const char* point, std::string* suffix) {
   static const std::string armed = [] {
     const char* v = std::getenv("DCALIGN_SERVER_FAULT");
     return std::string(v == nullptr ? "" : v);
   }();
-  if (armed.empty() || armed.compare(0, std::strlen(point), point) != 0) return;
-  const std::string rest = armed.substr(std::strlen(point));
-  if (!rest.empty() && rest != ":ENOSPC") return;
+  const std::size_t n = std::strlen(point);
+  if (armed.empty() || armed.compare(0, n, point) != 0) return false;
+  const std::string rest = armed.substr(n);
+  if (!rest.empty() && rest[0] != ':') return false;  // another point whose name starts alike
+  if (suffix) *suffix = rest;
+  return true;
+}
+
+void fault_point(const char* point) {
+  std::string rest;
+  if (!fault_armed(point, &rest) || (!rest.empty() && rest != ":ENOSPC")) return;
   throw OsError(std::string("fault injected at ") + point, rest.empty() ? EIO : ENOSPC);
 }
 

@@ -95,8 +95,10 @@ void log_event(const char* level, const char* event,
 /// this is one comparison.
 void crash_point(const char* point);
 
-/// The reliability tests' faults: when DCALIGN_SERVER_FAULT (read once) is `point`, or
-/// `point:ENOSPC`, the call throws OsError (EIO, or ENOSPC) as a failed system call there would.
+/// The reliability tests' faults: DCALIGN_SERVER_FAULT (read once) names one point, with an
+/// optional ":ENOSPC". fault_armed says whether `point` is named (the suffix apart); fault_point
+/// throws OsError there (EIO, or ENOSPC) as a failed system call would.
+bool fault_armed(const char* point, std::string* suffix = nullptr);
 void fault_point(const char* point);
 
 }  // namespace dcalign::service

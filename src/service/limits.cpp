@@ -172,11 +172,12 @@ std::uint64_t ensure_descriptor_limit(std::uint64_t needed, const std::string& w
   // Raised to the hard limit (at most 2^20): the bounds keep the connections held under `needed`,
   // and the headroom absorbs a burst of connections that are refused but not yet closed.
   constexpr rlim_t kCeiling = rlim_t{1} << 20;
-  const rlim_t want = rl.rlim_max == RLIM_INFINITY ? std::max<rlim_t>(kCeiling, needed)
-                                                   : std::min<rlim_t>(rl.rlim_max, kCeiling);
-  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < std::max<rlim_t>(want, needed)) {
+  const rlim_t wanted = std::max<rlim_t>(kCeiling, needed);
+  const rlim_t target =
+      rl.rlim_max == RLIM_INFINITY ? wanted : std::min<rlim_t>(rl.rlim_max, wanted);
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < target) {
     rlimit raised = rl;
-    raised.rlim_cur = std::max<rlim_t>(want, std::min<rlim_t>(rl.rlim_max, needed));
+    raised.rlim_cur = target;
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) {
       log_event("info", "descriptor_limit_raised",
                 {{"from", rl.rlim_cur}, {"to", raised.rlim_cur}, {"needed", needed}});
@@ -285,7 +286,7 @@ void grpc_log_line(gpr_log_func_args* args) {
   if (message.find("accept") != std::string::npos &&
       (message.find("ailed") != std::string::npos ||
        message.find("open files") != std::string::npos))
-    note_accept_failure_for_testing(message);
+    note_accept_failure(message);
 }
 
 }  // namespace
@@ -300,7 +301,7 @@ std::string accept_failure() {
   return g_accept_failure;
 }
 
-void note_accept_failure_for_testing(const std::string& message) {
+void note_accept_failure(const std::string& message) {
   std::lock_guard<std::mutex> lock(g_accept_mu);
   if (g_accept_failure.empty()) g_accept_failure = message;
 }

@@ -113,7 +113,8 @@ class StreamWatchdog {
 void route_grpc_logs();
 /// The first accept failure gRPC logged since route_grpc_logs(), or "".
 std::string accept_failure();
-/// Test hook: what accept_failure() then reports.
-void note_accept_failure_for_testing(const std::string& message);
+/// Records an accept failure (the first one is kept): gRPC's log through route_grpc_logs(), or the
+/// fault point "accept_failure" of the tests.
+void note_accept_failure(const std::string& message);
 
 }  // namespace dcalign::service

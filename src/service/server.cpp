@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 #include "dcalign/error.hpp"
@@ -195,9 +194,8 @@ void Server::start_locked() {
   impl_->server->GetHealthCheckService()->SetServingStatus(true);
   // gRPC 1.51 stops accepting for good once accept4 fails (EMFILE): a server that cannot accept
   // is of no use, so it says so and lets its supervisor restart it (ServerOptions::on_fatal).
-  if (const char* fault = std::getenv("DCALIGN_SERVER_FAULT");
-      fault != nullptr && std::string(fault) == "accept_failure")
-    note_accept_failure_for_testing("accept failure injected by DCALIGN_SERVER_FAULT");
+  if (fault_armed("accept_failure"))
+    note_accept_failure("accept failure injected by DCALIGN_SERVER_FAULT");
   Impl* impl = impl_.get();
   s.watchdog->set_periodic([impl] {
     const std::string reason = accept_failure();

@@ -16,6 +16,13 @@ double now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// A failed SQLite call of `db`: a full disk (SQLITE_FULL) as ENOSPC, which callers report as
+// RESOURCE_EXHAUSTED, anything else as IoError.
+[[noreturn]] void database_failure(sqlite3* db, const std::string& message) {
+  if (sqlite3_errcode(db) == SQLITE_FULL) throw OsError(message, ENOSPC);
+  throw IoError(message);
+}
+
 // One prepared statement: bind by position (1-based), step, read columns.
 class Stmt {
  public:
@@ -69,9 +76,7 @@ class Stmt {
     if (rc != SQLITE_OK) fail("bind");
   }
   [[noreturn]] void fail(const char* what) {
-    const std::string msg = "database " + path_ + ": " + what + " failed: " + sqlite3_errmsg(db_);
-    if (sqlite3_errcode(db_) == SQLITE_FULL) throw OsError(msg, ENOSPC);
-    throw IoError(msg);
+    database_failure(db_, "database " + path_ + ": " + what + " failed: " + sqlite3_errmsg(db_));
   }
   sqlite3* db_;
   sqlite3_stmt* s_ = nullptr;
@@ -120,8 +125,7 @@ void Store::exec(const char* sql) {
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
     const std::string msg = "database " + path_ + ": " + (err ? err : "unknown error");
     sqlite3_free(err);
-    if (sqlite3_errcode(db_) == SQLITE_FULL) throw OsError(msg, ENOSPC);
-    throw IoError(msg);
+    database_failure(db_, msg);
   }
 }
 

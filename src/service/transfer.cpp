@@ -95,11 +95,11 @@ class Fd {
   throw OsError(what + " " + p.string(), errno);
 }
 
-std::string seconds(double s) {
-  std::string t = std::to_string(s);
-  t.erase(t.find_last_not_of('0') + 1);
-  if (!t.empty() && t.back() == '.') t.pop_back();
-  return t + " s";
+// The status of a stream that the watchdog cancelled. gRPC's sync API sends no status after a
+// cancellation (the client reads CANCELLED), so this is for the handler's own return only; the
+// watchdog's log line says what the stream waited for.
+Status timed_out() {
+  return error(StatusCode::CANCELLED, "ended by the server's stream deadlines");
 }
 
 // One pass over a finished part (raw float64, column-major, `rows` rows): its SHA-256, its
@@ -163,12 +163,8 @@ Status Service::Upload(ServerContext* ctx,
     StreamWatchdog::Ticket ticket(*s_.watchdog, ctx, s_.opts.first_message_seconds, "Upload");
     v1::UploadRequest first;
     if (!stream->Read(&first))
-      // A stream cancelled by the watchdog reaches its client as CANCELLED (gRPC's sync API sends
-      // no status after a cancellation); the log says why.
       return ticket.expired()
-                 ? error(StatusCode::DEADLINE_EXCEEDED,
-                         "no upload header within " + seconds(s_.opts.first_message_seconds) +
-                             " of the stream's start: the server ended the stream")
+                 ? timed_out()
                  : error(StatusCode::INVALID_ARGUMENT, "the upload ended before its header");
     ticket.progress(s_.opts.idle_seconds);
     if (!first.has_header())
@@ -266,11 +262,7 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
       return error(StatusCode::DEADLINE_EXCEEDED,
                    "the upload stream was open longer than the server's limit: resume it");
     if (!stream->Read(&msg)) {
-      if (ticket.expired())
-        return error(StatusCode::DEADLINE_EXCEEDED,
-                     "no chunk for " + seconds(s_.opts.idle_seconds) +
-                         ": the server ended the upload at byte " + std::to_string(committed) +
-                         " of " + std::to_string(r.total) + "; resume from there");
+      if (ticket.expired()) return timed_out();
       return error(StatusCode::ABORTED, "the upload ended at byte " + std::to_string(committed) +
                                             " of " + std::to_string(r.total) +
                                             ": resume from there");
@@ -430,11 +422,8 @@ Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
         chunk.set_file_size(size);
         if (offset == 0) chunk.set_sha256(sum);
         if (!writer->Write(chunk))
-          return ticket.expired()
-                     ? error(StatusCode::DEADLINE_EXCEEDED, "the client read nothing for " +
-                                                                seconds(s_.opts.idle_seconds) +
-                                                                ": the server ended the fetch")
-                     : error(StatusCode::ABORTED, "the client went away");
+          return ticket.expired() ? timed_out()
+                                  : error(StatusCode::ABORTED, "the client went away");
         ticket.progress(s_.opts.idle_seconds);
         offset += n;
       } while (offset < size);
