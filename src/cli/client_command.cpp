@@ -145,10 +145,8 @@ void upload(const Common& c, const UploadArgs& a) {
       a.secret_out.empty() || secret_exists
           ? std::string()
           : outputs.stage(a.secret_out, "--secret-out", io::Stage::new_private);
-  if (secret_exists) {
-    io::check_replaceable_file(a.secret_out, "--secret-out");
-    outputs.stage(a.secret_out, "--secret-out");  // the aliasing checks; never committed
-  }
+  // An existing one: stage's checks (no device, not an input); it is never committed.
+  if (secret_exists) outputs.stage(a.secret_out, "--secret-out");
   auto client = connect(c);
   const v1::GetStatusResponse st = client.status(a.collaboration);
   const bool model = st.spec().model() != "none";
@@ -271,22 +269,16 @@ void add_client_command(CLI::App& app) {
     // Every local output exists, empty and private, before the server creates anything: the
     // tokens are shown once.
     const bool created = prepare_tokens_dir(tokens_dir);
+    const std::string rid = request_id.empty() ? service::new_request_id() : request_id;
     std::vector<std::string> tmp;
+    v1::CreateCollaborationResponse resp;
     try {
       for (const auto& p : spec.participants())
         tmp.push_back(outputs->stage((fs::path(tokens_dir) / (p + ".token")).string(),
                                      "--tokens-out", io::Stage::new_private));
-    } catch (...) {
-      outputs.reset();  // the temporaries go before the directory made for them
-      if (created) ::rmdir(tokens_dir.c_str());
-      throw;
-    }
-    const std::string rid = request_id.empty() ? service::new_request_id() : request_id;
-    v1::CreateCollaborationResponse resp;
-    try {
       resp = connect(common[0]).create(spec, rid);
     } catch (...) {
-      outputs.reset();
+      outputs.reset();  // the temporaries go before the directory made for them
       if (created) ::rmdir(tokens_dir.c_str());
       throw;
     }

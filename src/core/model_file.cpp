@@ -2,8 +2,6 @@
 // key checked) and target.npy, written under a temporary name and published atomically.
 #include "core/model_file.hpp"
 
-#include <fcntl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -374,19 +372,6 @@ Json options_json(const Saved& s) {
 }
 
 // ---- atomic save
-
-void fsync_path(const fs::path& p, bool directory) {
-  const int fd = ::open(p.c_str(), O_RDONLY | (directory ? O_DIRECTORY : 0));
-  if (fd < 0) {
-    if (directory) return;  // best effort: some file systems do not open directories
-    throw IoError("cannot open '" + p.string() + "' to flush it: " + std::strerror(errno));
-  }
-  const int rc = ::fsync(fd);
-  const int err = errno;
-  ::close(fd);
-  if (rc != 0 && !directory)
-    throw IoError("cannot flush '" + p.string() + "' to disk: " + std::strerror(err));
-}
 
 fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag) {
   static std::atomic<unsigned long> counter{0};

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dcalign/aligner.hpp"
+#include "io/staged_outputs.hpp"
 
 namespace dcalign::model_file {
 
@@ -97,8 +98,8 @@ Parsed parse_model(const std::string& dir);
 /// model.json's "options" object: exactly the method's MethodInfo::model_keys.
 Json options_json(const Saved& s);
 
-/// Flushes a file (or, best effort, a directory) to disk.
-void fsync_path(const fs::path& p, bool directory);
+/// Flushes a file (or, best effort, a directory) to disk (io/staged_outputs.hpp).
+using io::fsync_path;
 /// A name in `parent` that no other save (thread or process) uses.
 fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag);
 /// Moves the complete directory `tmp` to `dest` (io::swap_into_place) and removes the old one.

@@ -254,13 +254,7 @@ void StagedOutputs::commit() {
   for (auto& e : entries_) {
     if (e.mode == Stage::new_private) {
       // Flushed, then linked: link(2) never replaces a file that appeared since stage().
-      const int fd = ::open(e.tmp.c_str(), O_RDONLY | O_CLOEXEC);
-      const bool flushed = fd >= 0 && ::fsync(fd) == 0;
-      const int err = errno;
-      if (fd >= 0) ::close(fd);
-      if (!flushed)
-        throw IoError("cannot flush the new " + e.what + " file '" + e.tmp + "' (" +
-                      std::strerror(err) + ")");
+      fsync_path(e.tmp, false);
       if (::link(e.tmp.c_str(), e.dest.c_str()) != 0)
         throw IoError("cannot put the new " + e.what + " file in place at '" + e.dest + "' (" +
                       std::strerror(errno) + ")");
@@ -273,6 +267,19 @@ void StagedOutputs::commit() {
     e.tmp.clear();
   }
   entries_.clear();
+}
+
+void fsync_path(const fs::path& p, bool directory) {
+  const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
+  if (fd < 0) {
+    if (directory) return;  // best effort: some file systems do not open directories
+    throw IoError("cannot open '" + p.string() + "' to flush it: " + std::strerror(errno));
+  }
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0 && !directory)
+    throw IoError("cannot flush '" + p.string() + "' to disk: " + std::strerror(err));
 }
 
 // ---------------------------------------------------------------- written directories
@@ -317,8 +324,8 @@ std::vector<std::string> marker_files(const fs::path& dir, std::string* why) {
   return files;
 }
 
-// Every entry below `dir` (relative, '/'), directories marked by a trailing '/'; symbolic links
-// and other non-regular files as they are (not followed).
+// Every entry below `dir`, relative with '/' separators, with its type; symbolic links are
+// listed as links, never followed.
 void list_tree(const fs::path& dir, const fs::path& rel,
                std::vector<std::pair<std::string, fs::file_type>>& out) {
   std::error_code ec;
@@ -392,19 +399,10 @@ void mark_written_directory(const std::string& dir, const std::string& about_jso
     out << j.dump(2) << "\n";
     if (!out.flush()) throw IoError("cannot write '" + marker.string() + "'");
   }
-  const auto flush = [](const fs::path& p, bool directory) {
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | (directory ? O_DIRECTORY : 0));
-    if (fd < 0) return;
-    const int rc = ::fsync(fd);
-    const int err = errno;
-    ::close(fd);
-    if (rc != 0 && !directory)
-      throw IoError("cannot flush '" + p.string() + "' to disk (" + std::strerror(err) + ")");
-  };
   for (const auto& [name, type] : entries)
-    flush(fs::path(dir) / name, type == fs::file_type::directory);
-  flush(marker, false);
-  flush(dir, true);
+    fsync_path(fs::path(dir) / name, type == fs::file_type::directory);
+  fsync_path(marker, false);
+  fsync_path(dir, true);
 }
 
 std::string swap_into_place(const std::string& tmp, const std::string& dest) {

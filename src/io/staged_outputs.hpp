@@ -13,6 +13,7 @@
 // (protect()) or lie inside an input directory (a model being read), must not be or lie inside
 // a directory output of the run (reserve_directory(), e.g. --model-out), and no two outputs may
 // be the same. A device node, a FIFO or a socket is never replaced by a file.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,10 @@ void check_replaceable_file(const std::string& path, const std::string& what);
 // replaced only when it is still exactly that: nothing else below it, no symbolic link. A user's
 // own files are therefore never deleted, and a directory that merely looks like a result (it
 // holds G.npy) is not replaced.
+
+/// Flushes a file (or, best effort, a directory) to disk. Throws IoError naming a file that
+/// cannot be opened or flushed.
+void fsync_path(const std::filesystem::path& p, bool directory);
 
 /// The marker's file name.
 inline constexpr const char* kWrittenMarker = ".dcalign-fetch.json";

@@ -295,7 +295,7 @@ void Client::fetch(const std::string& id, const std::string& out) {
                 << old << "\n";
   } catch (...) {
     std::error_code ec;
-    if (fs::exists(tmp, ec)) fs::remove_all(tmp, ec);
+    fs::remove_all(tmp, ec);
     io::forget_temporary(tmp.string());
     throw;
   }
