@@ -5,7 +5,9 @@
 // paths, and request ids that make the calls with secrets retryable.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "dcalign/error.hpp"
@@ -127,21 +129,37 @@ TEST(ServiceStreams, StalledStreamsNeverStarveTheOtherCallers) {
     authorize(*contexts.back(), r.tokens(0).token(), 60);
     streams.push_back(stub->Upload(contexts.back().get()));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  // The unary calls are served throughout.
+  // Which four streams gRPC hands a slot is its choice, so every stream is read on its own
+  // thread: the refused ones end at once, the four holding slots only when cancelled below.
+  std::mutex mu;
+  std::condition_variable ended;
+  int finished = 0, refused = 0;
+  std::vector<std::thread> readers;
+  for (auto& stream : streams) {
+    readers.emplace_back([&, s = stream.get()] {
+      v1::UploadAck ack;
+      while (s->Read(&ack)) {
+      }
+      const grpc::Status st = s->Finish();
+      std::lock_guard<std::mutex> lock(mu);
+      ++finished;
+      refused += st.error_code() == StatusCode::RESOURCE_EXHAUSTED &&
+                 st.error_message().find("uploads in progress, its limit") != std::string::npos;
+      ended.notify_all();
+    });
+  }
+  {
+    // Streams beyond the bound were refused with the reason, before any slot was given back.
+    std::unique_lock<std::mutex> lock(mu);
+    ended.wait_for(lock, std::chrono::seconds(8), [&] { return finished >= kStreams - 4; });
+    EXPECT_EQ(finished, kStreams - 4);
+    EXPECT_EQ(refused, kStreams - 4);
+  }
+  // The unary calls are served while the four slots are held.
   EXPECT_EQ(analyst.status(r.collaboration_id()).job_state(), "none");
   EXPECT_TRUE(analyst.healthy());
-  // Streams beyond the bound were refused at once, with the reason.
-  int refused = 0;
-  for (int k = 4; k < kStreams; ++k) {
-    v1::UploadAck ack;
-    EXPECT_FALSE(streams[static_cast<std::size_t>(k)]->Read(&ack));
-    const grpc::Status st = streams[static_cast<std::size_t>(k)]->Finish();
-    refused += st.error_code() == StatusCode::RESOURCE_EXHAUSTED &&
-               st.error_message().find("uploads in progress, its limit") != std::string::npos;
-  }
-  EXPECT_EQ(refused, kStreams - 4);
   for (auto& c : contexts) c->TryCancel();
+  for (auto& t : readers) t.join();
 }
 
 TEST(ServiceStreams, OneAddressHoldsAtMostItsShareOfTheStreams) {
