@@ -33,6 +33,7 @@
 #include "dcalign/comm.hpp"
 #include "dcalign/error.hpp"
 #include "dcalign/matrix.hpp"
+#include "dcalign/options.hpp"
 #include "dcalign/polar.hpp"
 #include "dcalign/privacy.hpp"
 #include "dcalign/privacy_attacks.hpp"
@@ -52,44 +53,32 @@ PyObject* g_numerical_error = nullptr;
 struct CallOptions {
   AlignOptions align;
   int threads = 0;
-  std::string device = "cpu";
+  Device device = Device::cpu;
 };
 
-[[noreturn]] void type_error(const std::string& name, const char* expected, py::handle v) {
-  throw py::type_error("option '" + name + "' must be " + expected + ", got " +
-                       std::string(py::str(py::type::of(v).attr("__name__"))));
-}
-
-long long get_int(const std::string& name, py::handle v, long long min_value) {
-  if (PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) type_error(name, "an int", v);
-  py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
-  if (!i) throw py::error_already_set();
-  int overflow = 0;
-  const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-  if (overflow != 0 || x < min_value)
-    throw py::value_error("option '" + name + "' must be an integer >= " +
-                          std::to_string(min_value) + ", got " + std::string(py::str(v)));
-  return x;
-}
-
-double get_float(const std::string& name, py::handle v) {
-  if (PyBool_Check(v.ptr()) ||
-      !(PyFloat_Check(v.ptr()) || PyIndex_Check(v.ptr()) || py::hasattr(v, "__float__")))
-    type_error(name, "a float", v);
-  return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v)));
-}
-
-std::string get_str(const std::string& name, py::handle v) {
-  if (!py::isinstance<py::str>(v)) type_error(name, "a str", v);
-  return py::cast<std::string>(v);
-}
-
-bool get_bool(const std::string& name, py::handle v) {
+// A Python value as the schema takes it (dcalign/options.hpp): bool, int, float or str, NumPy
+// scalars included. Anything else is given as its repr, which the schema refuses as a wrong type
+// (TypeError, below).
+OptionValue option_value(py::handle v) {
   if (PyBool_Check(v.ptr())) return v.ptr() == Py_True;
-  // numpy.bool_
   if (py::hasattr(v, "dtype") && std::string(py::str(v.attr("dtype"))) == "bool")
     return py::cast<bool>(py::bool_(py::reinterpret_borrow<py::object>(v)));
-  type_error(name, "a bool", v);
+  if (PyIndex_Check(v.ptr())) {
+    py::int_ i = py::reinterpret_steal<py::int_>(PyNumber_Index(v.ptr()));
+    if (!i) throw py::error_already_set();
+    int overflow = 0;
+    const long long x = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow == 0) return static_cast<std::int64_t>(x);
+    const unsigned long long u = PyLong_AsUnsignedLongLong(i.ptr());
+    if (!PyErr_Occurred()) return static_cast<std::uint64_t>(u);
+    PyErr_Clear();
+    return std::string(py::str(v));  // out of every integer range: a real, refused as such
+  }
+  if (PyFloat_Check(v.ptr()) || py::hasattr(v, "__float__"))
+    return py::cast<double>(py::float_(py::reinterpret_borrow<py::object>(v)));
+  if (py::isinstance<py::str>(v)) return py::cast<std::string>(v);
+  throw py::type_error("must be a bool, int, float or str, got " +
+                       std::string(py::str(py::type::of(v).attr("__name__"))));
 }
 
 template <typename T>
@@ -103,80 +92,56 @@ Matrix<T> to_matrix(py::handle v, const std::string& what) {
   return Matrix<T>(rows, cols, std::vector<T>(a.data(), a.data() + rows * cols));
 }
 
+// The keyword arguments of align(), fit() and _align_dlpack: the schema's Python keys, and the
+// matrices rotation (O) and target (Z), which are arrays rather than options.
 CallOptions parse_options(const std::string& method, const py::dict& kw) {
-  CallOptions o;
-  AlignOptions& a = o.align;
-  a.method = parse_method(method);
-  std::string target_rotation = "haar", svd = "gram";
+  AlignRequest r;
+  r.align.method = parse_method(method);
   bool have_rotation = false;
   for (auto item : kw) {
     const std::string k = py::cast<std::string>(item.first);
     py::handle v = item.second;
-    if (k == "seed") {
-      a.seed = static_cast<std::uint64_t>(get_int(k, v, 0));
-    } else if (k == "reference_user") {
-      a.reference_user = get_int(k, v, 0);
-    } else if (k == "target_rotation") {
-      target_rotation = get_str(k, v);
-    } else if (k == "right") {
-      a.right = parse_right_factor(get_str(k, v));
-    } else if (k == "svd") {
-      svd = get_str(k, v);
-    } else if (k == "oversampling") {
-      a.svd.oversampling = get_int(k, v, 0);
-    } else if (k == "power_iterations") {
-      a.svd.power_iterations = static_cast<int>(get_int(k, v, 0));
-    } else if (k == "kawakami_form") {
-      a.kawakami_form = parse_kawakami_form(get_str(k, v));
-    } else if (k == "gopp_init") {
-      a.gopp_init = parse_gopp_init(get_str(k, v));
-    } else if (k == "gopp_tolerance") {
-      a.gopp_tolerance = get_float(k, v);
-    } else if (k == "gopp_max_iterations") {
-      a.gopp_max_iterations = get_int(k, v, 1);
-    } else if (k == "rdp_eta") {
-      a.rdp_eta = get_float(k, v);
-    } else if (k == "rdp_gradient_tolerance") {
-      a.rdp_gradient_tolerance = get_float(k, v);
-    } else if (k == "rdp_max_iterations") {
-      a.rdp_max_iterations = get_int(k, v, 1);
-    } else if (k == "rdp_memory") {
-      a.rdp_memory = get_int(k, v, 1);
-    } else if (k == "polar") {
-      a.polar = parse_polar_method(get_str(k, v));
-    } else if (k == "threads") {
-      o.threads = static_cast<int>(get_int(k, v, 0));
-    } else if (k == "device") {
-      o.device = get_str(k, v);
-    } else if (k == "evaluate") {
-      a.evaluate = get_bool(k, v);
-    } else if (k == "consensus") {
-      a.evaluate_consensus = get_bool(k, v);
-    } else if (k == "rotation") {
+    if (k == "rotation") {
       if (!v.is_none()) {
-        a.rotation_matrix = to_matrix<double>(v, "option 'rotation'");
+        r.align.rotation_matrix = to_matrix<double>(v, "option 'rotation'");
         have_rotation = true;
       }
-    } else if (k == "target") {
-      if (!v.is_none()) a.target = to_matrix<double>(v, "option 'target'");
-    } else {
+      continue;
+    }
+    if (k == "target") {
+      if (!v.is_none()) r.align.target = to_matrix<double>(v, "option 'target'");
+      continue;
+    }
+    const OptionInfo* row = find_option(OptionEntry::python, k, r.align.method);
+    if (!row)
       throw py::type_error("align() got an unexpected keyword argument '" + k +
-                           "' (options are the long options of `dcalign align` with "
-                           "underscores, e.g. target_rotation)");
+                           "' (the options are dcalign.options(): the long options of `dcalign "
+                           "align` with underscores, e.g. target_rotation)");
+    OptionValue value;
+    try {
+      value = option_value(v);
+    } catch (const py::type_error& e) {
+      throw py::type_error(k + " " + e.what());
+    }
+    try {
+      set_option(r, *row, value, k, OptionEntry::python);
+    } catch (const OptionTypeError& e) {
+      throw py::type_error(e.what());
     }
   }
-  // As `dcalign align` (src/cli/align_command.cpp).
-  a.rotation = parse_target_rotation(target_rotation);
-  if (have_rotation) a.rotation = TargetRotation::supplied;
-  a.svd.algorithm = parse_svd_algorithm(svd);
-  a.svd.seed = a.seed ^ 0x5eedULL;
+  // As `dcalign align` (src/cli/align_command.cpp): a given O makes the rotation "supplied".
+  if (have_rotation) r.align.rotation = TargetRotation::supplied;
+  CallOptions o;
+  o.align = r.align;
+  o.threads = r.threads;
+  o.device = r.device;
   return o;
 }
 
 std::shared_ptr<Backend> backend_for(const CallOptions& o) {
   BackendOptions bo;
   bo.threads = o.threads;
-  return make_backend(parse_device(o.device), bo);
+  return make_backend(o.device, bo);
 }
 
 // ---------------------------------------------------------------- arrays
@@ -944,6 +909,10 @@ PYBIND11_MODULE(_core, m) {
   m.def("_release_f32", &release_impl<float>);
   m.def("_transform_f64", &transform_impl<double>);
   m.def("_transform_f32", &transform_impl<float>);
+  // The option schema and the method table, from which dcalign.options(), align()'s docstring
+  // and the method list of the Python API are generated.
+  m.def("_option_schema_json", &option_schema_json);
+  m.def("_method_names", &method_names);
   m.def("_model_precision", [](const std::string& dir) { return read_model_info(dir).precision; });
   m.def("_throw_for_test", &throw_for_test);
   m.def("cuda_available", []() { return cuda_available(); });

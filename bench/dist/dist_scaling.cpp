@@ -95,9 +95,9 @@ int main(int argc, char** argv) {
   std::string precision = "float64";
   AlignOptions opts;
   opts.evaluate = false;
-  opts.gopp_init = GoppInit::odc;
-  opts.gopp_max_iterations = 10;
-  opts.gopp_tolerance = 0;  // a fixed number of iterations: time per iteration
+  opts.gopp.init = GoppInit::odc;
+  opts.gopp.max_iterations = 10;
+  opts.gopp.tolerance = 0;  // a fixed number of iterations: time per iteration
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--users")
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     else if (k == "--repeat")
       repeat = std::atoi(v.c_str());
     else if (k == "--gopp-iterations")
-      opts.gopp_max_iterations = std::atoll(v.c_str());
+      opts.gopp.max_iterations = std::atoll(v.c_str());
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;

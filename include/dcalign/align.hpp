@@ -34,13 +34,48 @@ std::vector<std::string> method_names();
 /// ODC's right factor O of the target A_r O.
 enum class TargetRotation { haar, identity, supplied };
 TargetRotation parse_target_rotation(const std::string& name);
+std::string to_string(TargetRotation r);
 /// Imakura-DC's right factor R of the target U R.
 enum class RightFactor { identity, uniform, supplied };
 RightFactor parse_right_factor(const std::string& name);
+std::string to_string(RightFactor r);
 enum class KawakamiForm { qr_svd, eigen };
 KawakamiForm parse_kawakami_form(const std::string& name);
+std::string to_string(KawakamiForm f);
 enum class GoppInit { spectral, odc };
 GoppInit parse_gopp_init(const std::string& name);
+std::string to_string(GoppInit i);
+
+/// ODC-GOPP's parameters (paper 003 App. B / 004 sec. 3.4), AlignOptions::gopp. Their ranges,
+/// defaults and keys at every entry point are the option schema's (dcalign/options.hpp).
+struct GoppParameters {
+  GoppInit init = GoppInit::spectral;
+  /// Stop when the objective's relative decrease in one iteration is at or below this, where
+  /// that is above the objective's rounding level (8 eps(T) sum_i ||A_i||_F^2); 0 leaves only
+  /// the precision-derived tests (src/core/gopp_stop.hpp, AlignReport::stop_reason).
+  double tolerance = 1e-10;
+  /// The iteration cap (AlignReport::stop_reason "iteration cap", converged = false). Uniform
+  /// anchors at (a, l, c) = (300, 10, 13) converge at 0.987 per iteration and stop after 211-678
+  /// (float64) and 153-670 (float32) iterations over 6 seeds, paper 004's layouts after 5-9;
+  /// i.i.d. anchors at l = 50 need thousands and end here (README "Methods").
+  index_t max_iterations = 1000;
+};
+
+/// RDP's parameters (paper 004 eqs. 24-25), AlignOptions::rdp.
+struct RdpParameters {
+  /// The penalty weight relative to the anchors' energy: eq. 24's eta is eta * s with
+  /// s = (1/c) sum_i ||A_i||_F^2, so that scaling the anchors does not change the minimiser and
+  /// rdp-ls and rdp-opp solve the same problem. The paper gives none; 1e-2 is the smallest value
+  /// of {1e-4, ..., 1} whose held-apart ROC-AUC reaches the plateau on Pima and Heart disease
+  /// (experiments/results/tuning/rdp_eta.md); larger values only cost time.
+  double eta = 1e-2;
+  /// Stop when ||grad f(G)||_F <= this * sum_i ||A_i||_F^2. Manopt's tolgradnorm (1e-6) is
+  /// absolute; relative here because f scales with the anchors and an absolute 1e-6 lies below
+  /// the rounding floor of the line search at the paper's sizes (src/core/rdp.cpp).
+  double gradient_tolerance = 1e-6;
+  index_t max_iterations = 1000;  ///< Manopt rlbfgs' maxiter
+  index_t memory = 30;            ///< L-BFGS memory (Manopt rlbfgs' memory)
+};
 
 struct AlignOptions {
   Method method = Method::odc;
@@ -61,29 +96,8 @@ struct AlignOptions {
   /// or the measured faster of the two for the backend and shape (include/dcalign/polar.hpp).
   PolarMethod polar = PolarMethod::automatic;
 
-  GoppInit gopp_init = GoppInit::spectral;
-  /// Stop when the objective's relative decrease in one iteration is at or below this, where
-  /// that is above the objective's rounding level (8 eps(T) sum_i ||A_i||_F^2); 0 leaves only
-  /// the precision-derived tests (src/core/gopp_stop.hpp, AlignReport::stop_reason).
-  double gopp_tolerance = 1e-10;
-  /// The iteration cap (AlignReport::stop_reason "iteration cap", converged = false). Uniform
-  /// anchors at (a, l, c) = (300, 10, 13) converge at 0.987 per iteration and stop after 211-678
-  /// (float64) and 153-670 (float32) iterations over 6 seeds, paper 004's layouts after 5-9;
-  /// i.i.d. anchors at l = 50 need thousands and end here (issue 26, README "Methods").
-  index_t gopp_max_iterations = 1000;
-
-  /// RDP's penalty weight relative to the anchors' energy: eq. 24's eta is rdp_eta * s with
-  /// s = (1/c) sum_i ||A_i||_F^2, so that scaling the anchors does not change the minimiser and
-  /// rdp-ls and rdp-opp solve the same problem. The paper gives none; 1e-2 is the smallest value
-  /// of {1e-4, ..., 1} whose held-apart ROC-AUC reaches the plateau on Pima and Heart disease
-  /// (experiments/results/tuning/rdp_eta.md); larger values only cost time.
-  double rdp_eta = 1e-2;
-  /// Stop when ||grad f(G)||_F <= this * sum_i ||A_i||_F^2. Manopt's tolgradnorm (1e-6) is
-  /// absolute; relative here because f scales with the anchors and an absolute 1e-6 lies below
-  /// the rounding floor of the line search at the paper's sizes (src/core/rdp.cpp).
-  double rdp_gradient_tolerance = 1e-6;
-  index_t rdp_max_iterations = 1000;  ///< Manopt rlbfgs' maxiter
-  index_t rdp_memory = 30;            ///< L-BFGS memory (Manopt rlbfgs' memory)
+  GoppParameters gopp;  ///< ODC-GOPP's start, tolerance and iteration cap
+  RdpParameters rdp;    ///< RDP's penalty weight, stopping test and L-BFGS settings
 
   /// A_i is declared rank deficient when sigma_min / sigma_max of the matrix the method
   /// factorises is at or below this; negative means the default l * eps(T), the threshold of

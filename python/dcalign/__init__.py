@@ -62,6 +62,8 @@ from ._core import NumericalError, blas_info, cuda_available
 
 __all__ = [
     "align",
+    "options",
+    "methods",
     "communication",
     "paired_t_test",
     "one_way_anova",
@@ -250,17 +252,11 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
         once. An array in GPU memory (a CUDA tensor, a CuPy array) is aligned there by the CUDA
         backend (a module built with it) and G is returned on that GPU, in the caller's kind,
         without leaving the device; ``device`` then defaults to the array's.
-    method : "odc" | "imakura" | "kawakami" | "gopp" | "opp" | "rdp-ls" | "rdp-opp"
-    **options : the long options of ``dcalign align`` with underscores:
-        seed (int), reference_user (int, 0-based), target_rotation ("haar" | "identity"),
-        rotation (l x l array O), target (a x l array Z), right ("identity" | "uniform"),
-        svd ("exact" | "randomized"), oversampling (int), power_iterations (int),
-        kawakami_form ("qr-svd" | "eigen"), gopp_init ("spectral" | "odc"),
-        gopp_tolerance (float), gopp_max_iterations (int), rdp_eta (float),
-        rdp_gradient_tolerance (float), rdp_max_iterations (int), rdp_memory (int),
-        polar ("auto" | "svd" | "iterative"), threads (int, 0: all cores), device ("cpu" | "cuda"),
-        evaluate (bool, default True; the CLI's --no-evaluate is evaluate=False),
-        consensus (bool).
+    method : {methods}
+    **options : the long options of ``dcalign align`` with underscores (``dcalign.options()``
+        lists them with their types, ranges and the methods that use them), plus the arrays
+        rotation (l x l array O) and target (a x l array Z):
+{options}
 
     Returns
     -------
@@ -282,6 +278,36 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
     report = json.loads(report_json)
     report["input_copied"] = bool(copied)
     return kind(G), report
+
+
+def options() -> list:
+    """The option schema: one dict per option with its keys at every entry point (``python``,
+    ``cli``, ``toml``, ``spec``, ``model``), ``type``, ``expected`` values, ``default``, ``unit``,
+    ``help``, the ``methods`` that use it (empty: every method) and a further ``route``
+    condition. The same table checks the options of align(), ``dcalign align``, experiment
+    files, collaboration specs and saved models."""
+    return json.loads(_core._option_schema_json())
+
+
+def methods() -> list:
+    """The names of the alignment methods, in the order of the method table."""
+    return list(_core._method_names())
+
+
+def _options_doc() -> str:
+    lines = []
+    for o in options():
+        if not o["python"]:
+            continue
+        used = ", ".join(o["methods"]) if o["methods"] else "every method"
+        lines.append(f"        {o['python']} ({o['expected']}; default {o['default']}; {used}): "
+                     f"{o['help']}")
+    return "\n".join(lines)
+
+
+if align.__doc__:
+    align.__doc__ = align.__doc__.replace("{methods}", " | ".join(f'"{m}"' for m in methods()))
+    align.__doc__ = align.__doc__.replace("{options}", _options_doc())
 
 
 def _buffer_address_used(anchors: ArrayLike, method: str = "odc", **options: Any) -> int:

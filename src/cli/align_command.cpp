@@ -17,6 +17,7 @@
 #include "dcalign/align.hpp"
 #include "dcalign/aligner.hpp"
 #include "dcalign/npy.hpp"
+#include "dcalign/options.hpp"
 #include "io/staged_outputs.hpp"
 #ifdef DCALIGN_HAVE_MPI
 #include "dcalign/distributed.hpp"
@@ -25,51 +26,48 @@
 namespace dcalign::cli {
 namespace {
 
-// Upper bounds of the counts align accepts (README, "Option rules").
-constexpr long long kMaxUsers = 1LL << 40;
-constexpr long long kMaxOversampling = 10000;
-constexpr long long kMaxPowerIterations = 100;
-constexpr long long kMaxIterations = 1000000;
+// The schema's InvalidInput as a usage error (status 2).
+template <typename F>
+void usage_error(F&& f) {
+  try {
+    f();
+  } catch (const InvalidInput& e) {
+    throw UsageError(e.what());
+  }
+}
 
-// Rejects, before any work, a command line that cannot mean what it says: a numeric option out
-// of its range, or an option the chosen method would ignore. Only options the user gave count
-// (cmd.count), so the defaults of other methods' options never trip it.
+// Rejects, before any work, a command line that cannot mean what it says: an option the chosen
+// method would ignore. Values have been checked as they were parsed (the option schema). Only
+// options the user gave count (cmd.count), so the defaults of other methods' options never trip
+// it.
 void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
-  if (!std::isfinite(a.gopp_tolerance) || a.gopp_tolerance < 0)
-    out_of_range("--gopp-tolerance", std::to_string(a.gopp_tolerance), "a finite number >= 0");
-  if (!std::isfinite(a.rdp_eta) || a.rdp_eta < 0)
-    out_of_range("--rdp-eta", std::to_string(a.rdp_eta), "a finite number >= 0");
-  if (!std::isfinite(a.rdp_gradient_tolerance) || a.rdp_gradient_tolerance < 0)
-    out_of_range("--rdp-gradient-tolerance", std::to_string(a.rdp_gradient_tolerance),
-                 "a finite number >= 0");
-  check_threads(a.threads);
-
   const Method m = parse_method(a.method);
   const std::string name = to_string(m);
-  const core::MethodInfo& info = core::method_info(m);
-  // The same rule for the options that depend on other options than --method.
-  const bool randomized = parse_svd_algorithm(a.svd) == SvdAlgorithm::randomized;
-  const bool svd_used = info.uses_svd && !(m == Method::gopp && a.gopp_init == "odc");
-  refuse_unused(cmd, "--svd", svd_used,
-                "by method " + name +
-                    (m == Method::gopp ? " with --gopp-init odc (its start needs no SVD)"
-                                       : " (it computes no singular vectors)"));
+  const AlignOptions& o = a.request.align;
+  // The schema's rule: an option belongs to the methods its row lists.
+  for (const auto& row : option_schema())
+    if (cmd.count(row.cli) > 0) usage_error([&] { check_option_used(row, m, row.cli); });
+  // The rules for options that depend on other options than --method.
+  const bool randomized = o.svd.algorithm == SvdAlgorithm::randomized;
+  const bool svd_used =
+      core::method_info(m).uses_svd && !(m == Method::gopp && o.gopp.init == GoppInit::odc);
+  if (m == Method::gopp)
+    refuse_unused(cmd, "--svd", svd_used,
+                  "by method gopp with --gopp-init odc (its start needs "
+                  "no SVD)");
   for (const char* opt : {"--oversampling", "--power-iterations"})
-    refuse_unused(cmd, opt, svd_used && randomized,
-                  std::string("without --svd randomized") +
-                      (svd_used ? "" : " (and method " + name + " computes no SVD)"));
-  refuse_unused(cmd, "--polar", info.uses_polar,
-                "by method " + name + " (it computes no polar factor)");
+    refuse_unused(cmd, opt, svd_used && randomized, "without --svd randomized");
   refuse_unused(cmd, "--rotation", cmd.count("--target") == 0,
                 "with --target (the target is given, so there is no rotation O)");
   refuse_unused(cmd, "--target-rotation", cmd.count("--target") + cmd.count("--rotation") == 0,
                 "with --target or --rotation (they give the target or O themselves)");
   refuse_unused(cmd, "--reference-user", cmd.count("--target") == 0,
                 "with --target (the target is given, not A_r O)");
-  refuse_unused(cmd, "--consensus", !a.no_evaluate,
+  refuse_unused(cmd, "--consensus", o.evaluate,
                 "with --no-evaluate (it is part of the evaluation)");
-  // The method-specific options: each is used only by the methods whose table entry lists it
+  // The method-specific files: each is used only by the methods whose table entry lists it
   // (src/core/methods.cpp).
+  const core::MethodInfo& info = core::method_info(m);
   std::set<std::string> specific;
   for (const auto& entry : core::method_table())
     specific.insert(entry.cli_options.begin(), entry.cli_options.end());
@@ -83,32 +81,13 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
 }
 
 AlignOptions make_options(const AlignArgs& a) {
-  AlignOptions o;
+  AlignOptions o = a.request.align;
   o.method = parse_method(a.method);
-  o.seed = a.seed;
-  o.reference_user = a.reference_user;
-  o.rotation = parse_target_rotation(a.target_rotation);
   if (!a.rotation_in.empty()) {
     o.rotation = TargetRotation::supplied;
     o.rotation_matrix = read_npy_matrix<double>(a.rotation_in);
   }
   if (!a.target_in.empty()) o.target = read_npy_matrix<double>(a.target_in);
-  o.right = parse_right_factor(a.right);
-  o.svd.algorithm = parse_svd_algorithm(a.svd);
-  o.svd.oversampling = a.oversampling;
-  o.svd.power_iterations = a.power_iterations;
-  o.svd.seed = a.seed ^ 0x5eedULL;
-  o.kawakami_form = parse_kawakami_form(a.kawakami_form);
-  o.gopp_init = parse_gopp_init(a.gopp_init);
-  o.polar = parse_polar_method(a.polar);
-  o.gopp_tolerance = a.gopp_tolerance;
-  o.gopp_max_iterations = a.gopp_max_iterations;
-  o.rdp_eta = a.rdp_eta;
-  o.rdp_gradient_tolerance = a.rdp_gradient_tolerance;
-  o.rdp_max_iterations = a.rdp_max_iterations;
-  o.rdp_memory = a.rdp_memory;
-  o.evaluate = !a.no_evaluate;
-  o.evaluate_consensus = a.consensus;
   return o;
 }
 
@@ -160,8 +139,8 @@ void run(const AlignArgs& a) {
       a.report.empty() ? std::string() : outputs.stage(a.report, "--report");
   const AlignOptions opts = make_options(a);
   BackendOptions bo;
-  bo.threads = a.threads;
-  auto backend = make_backend(parse_device(a.device), bo);
+  bo.threads = a.request.threads;
+  auto backend = make_backend(a.request.device, bo);
   const auto t0 = std::chrono::steady_clock::now();
   Stack<T> anchors = read_npy_stack<T>(a.anchors);
   const double read_s =
@@ -170,7 +149,7 @@ void run(const AlignArgs& a) {
   Aligner<T> model;
   Alignment<T> res =
       a.model_out.empty() ? align(anchors, opts, *backend) : model.fit(anchors, opts, *backend);
-  check_objective_finite(res.report, a.precision);
+  check_objective_finite(res.report, a.request.float32 ? "float32" : "float64");
   write_npy<T>(out_tmp, res.G.view());
   write_target_and_report(a, res.target, res.report, target_tmp, report_tmp);
   if (!a.model_out.empty()) model.save(a.model_out);
@@ -221,9 +200,9 @@ void run_distributed(const AlignArgs& a, const CLI::App& cmd, dist::Communicator
   });
   out_tmp = broadcast_string(comm, out_tmp, 0);
   BackendOptions bo;
-  bo.threads = a.threads;
+  bo.threads = a.request.threads;
   std::shared_ptr<Backend> backend;
-  dist::collective(comm, [&] { backend = make_backend(parse_device(a.device), bo); });
+  dist::collective(comm, [&] { backend = make_backend(a.request.device, bo); });
 
   const auto t0 = std::chrono::steady_clock::now();
   Stack<T> anchors;
@@ -261,7 +240,7 @@ void run_distributed(const AlignArgs& a, const CLI::App& cmd, dist::Communicator
 
   const auto res = dist::align_distributed(comm, anchors, mine.first, users, opts, *backend);
   // The report is the same on every rank: every rank throws alike.
-  check_objective_finite(res.report, a.precision);
+  check_objective_finite(res.report, a.request.float32 ? "float32" : "float64");
   dist::write_npy_distributed<T>(comm, out_tmp, res.G.view(), mine.first, users);
   dist::collective(comm, [&] {
     if (me != 0) return;
@@ -287,7 +266,7 @@ void run_distributed_command(const AlignArgs& a, const CLI::App& cmd) {
     auto comm = dist::make_mpi_communicator();
     std::string message;
     try {
-      if (is_float32(a.precision))  // add_precision has checked the name
+      if (a.request.float32)
         run_distributed<float>(a, cmd, *comm);
       else
         run_distributed<double>(a, cmd, *comm);
@@ -319,9 +298,10 @@ void run_distributed_command(const AlignArgs& a, const CLI::App& cmd) {
 
 void add_align_command(CLI::App& app, AlignArgs& args) {
   auto* cmd = app.add_subcommand("align", "Compute change-of-basis matrices G_i from anchors");
-  const auto method_names = [](const std::string& v) { (void)parse_method(v); };
-  add_choice(cmd, "--method", args.method,
-             "odc | imakura | kawakami | gopp | opp | rdp-ls | rdp-opp", method_names);
+  std::string names;
+  for (const auto& n : method_names()) names += (names.empty() ? "" : " | ") + n;
+  add_choice(cmd, "--method", args.method, names,
+             [](const std::string& v) { (void)parse_method(v); });
   add_path(cmd, "--anchors", args.anchors, "NPY array of shape (c, a, l); slice i is A_i")
       ->required();
   add_path(cmd, "--out", args.out, "output NPY array of shape (c, l, l); slice i is G_i")
@@ -332,52 +312,8 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
            "save the fitted model to this directory, for dcalign enroll");
   add_path(cmd, "--target", args.target_in, "ODC: align to this a x l target (NPY)");
   add_path(cmd, "--rotation", args.rotation_in, "ODC: use this l x l orthogonal O (NPY)");
-  add_unsigned(cmd, "--seed", args.seed, "seed for O, R and randomized SVD (0 to 2^64 - 1)");
-  add_choice(cmd, "--target-rotation", args.target_rotation, "ODC's O: haar | identity",
-             [](const std::string& v) {
-               if (parse_target_rotation(v) == TargetRotation::supplied)
-                 throw InvalidInput("'supplied' is given by --rotation; expected haar or identity");
-             });
-  add_right_factor(cmd, args.right);
-  add_integer(cmd, "--reference-user", args.reference_user, 0, kMaxUsers - 1,
-              "ODC reference user r (0-based)");
-  cmd->add_option("--device", args.device, "cpu | cuda")
-      ->capture_default_str()
-      ->check(device_names());
-  add_precision(cmd, args.precision);
-  add_svd_algorithm(
-      cmd, args.svd,
-      "gram | exact | randomized: top singular vectors for Imakura, Kawakami, GOPP's start, OPP "
-      "and RDP's starts (gram falls back to exact when sigma_1/sigma_l > 100)");
-  add_integer(cmd, "--oversampling", args.oversampling, 0, kMaxOversampling,
-              "randomized SVD oversampling");
-  add_integer(cmd, "--power-iterations", args.power_iterations, 0, kMaxPowerIterations,
-              "randomized SVD power iterations");
-  add_kawakami_form(cmd, args.kawakami_form);
-  add_choice(cmd, "--polar", args.polar,
-             "ODC/GOPP/OPP/RDP polar factors: auto | svd (one SVD per user) | iterative "
-             "(batched Newton)",
-             [](const std::string& v) { (void)parse_polar_method(v); });
-  add_choice(cmd, "--gopp-init", args.gopp_init, "spectral | odc",
-             [](const std::string& v) { (void)parse_gopp_init(v); });
-  add_real(cmd, "--gopp-tolerance", args.gopp_tolerance, "relative objective decrease to stop");
-  add_integer(cmd, "--gopp-max-iterations", args.gopp_max_iterations, 1, kMaxIterations,
-              "GOPP iteration cap");
-  add_real(cmd, "--rdp-eta", args.rdp_eta,
-           "RDP penalty weight, relative to the anchors' energy (1/c) sum_i ||A_i||_F^2");
-  add_real(cmd, "--rdp-gradient-tolerance", args.rdp_gradient_tolerance,
-           "RDP: stop when ||grad f||_F <= this * sum_i ||A_i||_F^2");
-  add_integer(cmd, "--rdp-max-iterations", args.rdp_max_iterations, 1, kMaxIterations,
-              "RDP L-BFGS iteration cap");
-  add_integer(cmd, "--rdp-memory", args.rdp_memory, 1, 1000,
-              "RDP L-BFGS memory (correction pairs)");
-  // The range (0 to 4 x the hardware threads) is check_threads'.
-  add_integer(cmd, "--threads", args.threads, std::numeric_limits<int>::min(),
-              std::numeric_limits<int>::max(),
-              "CPU threads over users (0: all; at most 4 x the hardware threads)");
-  cmd->add_flag("--no-evaluate", args.no_evaluate, "skip objective/orthogonality evaluation");
-  cmd->add_flag("--consensus", args.consensus,
-                "also compute the consensus objective (one more product over all anchors)");
+  // Every option of the schema (dcalign/options.hpp), with its help, default and check.
+  for (const auto& row : option_schema()) add_schema_option(cmd, row, args.request);
   // (Kept here rather than in AlignArgs: only this command has it.)
   static bool distributed = false;
   cmd->add_flag("--distributed", distributed,
@@ -395,7 +331,7 @@ void add_align_command(CLI::App& app, AlignArgs& args) {
 #endif
     }
     check_align_args(args, *cmd);
-    if (is_float32(args.precision))  // add_precision has checked the name
+    if (args.request.float32)
       run<float>(args);
     else
       run<double>(args);

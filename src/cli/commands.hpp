@@ -10,34 +10,16 @@
 #include <string>
 
 #include "dcalign/error.hpp"
+#include "dcalign/options.hpp"
 
 namespace dcalign::cli {
 
 struct AlignArgs {
   std::string method = "odc";
   std::string anchors, out, report, target_out, target_in, rotation_in;
-  std::uint64_t seed = 0;
-  std::string target_rotation = "haar";
-  std::string right = "identity";
-  std::string device = "cpu";
-  std::string precision = "float64";
-  std::string svd = "gram";
-  std::string kawakami_form = "qr-svd";
-  std::string gopp_init = "spectral";
-  std::string polar = "auto";
-  long long reference_user = 0;
-  long long oversampling = 10;
-  int power_iterations = 2;
-  double gopp_tolerance = 1e-10;
-  long long gopp_max_iterations = 1000;
-  double rdp_eta = 1e-2;  ///< defaults as in AlignOptions
-  double rdp_gradient_tolerance = 1e-6;
-  long long rdp_max_iterations = 1000;
-  long long rdp_memory = 30;
-  int threads = 0;
-  bool no_evaluate = false;
-  bool consensus = false;
   std::string model_out;  ///< --model-out: save the fitted Aligner here (dcalign enroll)
+  /// Every schema option (dcalign/options.hpp), set as the command line gives them.
+  AlignRequest request;
 };
 void add_align_command(CLI::App& app, AlignArgs& args);
 
@@ -84,6 +66,10 @@ CLI::Option* add_right_factor(CLI::App* cmd, std::string& var);
 CLI::Option* add_precision(CLI::App* cmd, std::string& var);
 CLI::Option* add_svd_algorithm(CLI::App* cmd, std::string& var, const std::string& desc);
 CLI::Option* add_kawakami_form(CLI::App* cmd, std::string& var);
+/// Registers the schema's row `o` on `cmd` under its command-line spelling, with the schema's
+/// help, default and check; a given value is stored in `request`. A bad value is a UsageError
+/// with the schema's message.
+CLI::Option* add_schema_option(CLI::App* cmd, const OptionInfo& o, AlignRequest& request);
 /// float32 for "float32" or "float", else float64 (after add_precision's check).
 bool is_float32(const std::string& precision);
 /// A file or directory path: an empty one is a usage error, never "not given".

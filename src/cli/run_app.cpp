@@ -19,19 +19,18 @@
 
 namespace dcalign::cli {
 
-long long max_threads() {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return 4LL * (hw == 0 ? 1 : static_cast<long long>(hw));
-}
+long long max_threads() { return static_cast<long long>(option_info("threads").max_int); }
 
 CLI::Validator device_names() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
+        // CLI11 puts "--device: " in front of the schema's message.
+        const std::string where = "--device";
         try {
-          (void)parse_device(value);
+          (void)check_option(option_info("device"), value, where);
           return {};
-        } catch (const dcalign::Error&) {
-          return "unknown device '" + value + "': expected cpu or cuda";
+        } catch (const dcalign::Error& e) {
+          return std::string(e.what()).substr(where.size() + 1);
         }
       },
       "cpu|cuda", "device name");
@@ -41,11 +40,7 @@ void out_of_range(const std::string& opt, const std::string& value, const std::s
   throw UsageError(opt + " " + value + " is out of range: expected " + expected);
 }
 
-std::string shown(const std::string& value) {
-  constexpr std::size_t kMax = 64;
-  if (value.size() <= kMax) return value;
-  return value.substr(0, kMax) + "... (" + std::to_string(value.size()) + " characters)";
-}
+std::string shown(const std::string& value) { return shown_text(value); }
 
 namespace {
 
@@ -56,27 +51,32 @@ std::string long_name(const CLI::Option* o) {
   return snames.empty() ? o->get_name() : "-" + snames.front();
 }
 
-// A whole decimal number in [lo, hi] (from_chars: no spaces, no '+', no hex, no fraction).
+// The schema's strict parse (dcalign/options.hpp), its InvalidInput a usage error here.
+template <typename F>
+auto usage(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidInput& e) {
+    throw UsageError(e.what());
+  }
+}
+
 template <typename I>
 I parse_integer(const std::string& opt, const std::string& text, I lo, I hi) {
-  const auto range = [&] {
-    out_of_range(opt, shown(text), std::to_string(lo) + " to " + std::to_string(hi));
-  };
-  if (text.empty()) throw UsageError(opt + " needs a value: expected an integer");
-  const char* first = text.data();
-  const char* last = text.data() + text.size();
-  if (std::is_unsigned_v<I> && *first == '-') {
-    // "-0" aside, a negative value is out of the range of an unsigned option.
-    range();
-  }
-  I v{};
-  const auto [end, ec] = std::from_chars(first, last, v);
-  if (ec == std::errc::result_out_of_range) range();
-  if (ec != std::errc() || end != last)
-    throw UsageError(opt + " '" + shown(text) + "' is not an integer: expected a whole decimal " +
-                     "number from " + std::to_string(lo) + " to " + std::to_string(hi));
-  if (v < lo || v > hi) range();
-  return v;
+  return usage([&] { return parse_integer_text<I>(opt, text, lo, hi); });
+}
+
+// A choice checked by its schema row, under the command line's spelling.
+CLI::Option* add_schema_choice(CLI::App* cmd, const std::string& name, std::string& var,
+                               const std::string& desc) {
+  const OptionInfo& row = option_info(name);
+  auto* o = cmd->add_option_function<std::string>(
+      row.cli, [](const std::string&) {}, desc);
+  o->each([&row, &var](const std::string& text) {
+    var = std::get<std::string>(usage([&] { return check_option(row, text, row.cli); }));
+  });
+  o->default_str(var);
+  return o;
 }
 
 template <typename I>
@@ -117,19 +117,7 @@ CLI::Option* add_real(CLI::App* cmd, const std::string& names, double& var,
   auto* o = cmd->add_option_function<std::string>(
       names, [](const std::string&) {}, desc);
   o->each([o, &var](const std::string& text) {
-    const std::string opt = long_name(o);
-    errno = 0;
-    char* end = nullptr;
-    const double v = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
-    if (text.empty() || end != text.c_str() + text.size() ||
-        std::isspace(static_cast<unsigned char>(text.front())))
-      throw UsageError(opt + " '" + shown(text) + "' is not a number: expected a finite decimal " +
-                       "number");
-    // An overflowing literal (1e999) is refused here; "nan" and "inf" written as such reach
-    // the command's range check, which names the quantity.
-    if (errno == ERANGE && std::abs(v) > 1)
-      out_of_range(opt, shown(text), "a finite number (at most 1.8e308 in magnitude)");
-    var = v;
+    var = usage([&] { return parse_real_text(long_name(o), text); });
   });
   std::ostringstream os;
   os << var;
@@ -155,32 +143,56 @@ CLI::Option* add_choice(CLI::App* cmd, const std::string& names, std::string& va
 }
 
 CLI::Option* add_right_factor(CLI::App* cmd, std::string& var) {
-  return add_choice(cmd, "--right", var, "Imakura's R: identity | uniform",
-                    [](const std::string& v) {
-                      if (parse_right_factor(v) == RightFactor::supplied)
-                        throw InvalidInput("expected identity or uniform");
-                    });
+  return add_schema_choice(cmd, "right", var, "Imakura's R: identity | uniform");
 }
 
 CLI::Option* add_precision(CLI::App* cmd, std::string& var) {
-  return add_choice(cmd, "--precision", var, "float64 | float32", [](const std::string& v) {
-    if (v != "float64" && v != "double" && v != "float32" && v != "float")
-      throw InvalidInput("unknown precision; expected float64 or float32");
-  });
+  return add_schema_choice(cmd, "precision", var, "float64 | float32");
 }
 
-bool is_float32(const std::string& precision) {
-  return precision == "float32" || precision == "float";
-}
+bool is_float32(const std::string& precision) { return precision == "float32"; }
 
 CLI::Option* add_svd_algorithm(CLI::App* cmd, std::string& var, const std::string& desc) {
-  return add_choice(cmd, "--svd", var, desc,
-                    [](const std::string& v) { (void)parse_svd_algorithm(v); });
+  return add_schema_choice(cmd, "svd", var, desc);
 }
 
 CLI::Option* add_kawakami_form(CLI::App* cmd, std::string& var) {
-  return add_choice(cmd, "--kawakami-form", var, "qr-svd | eigen",
-                    [](const std::string& v) { (void)parse_kawakami_form(v); });
+  return add_schema_choice(cmd, "kawakami_form", var, "qr-svd | eigen");
+}
+
+CLI::Option* add_schema_option(CLI::App* cmd, const OptionInfo& row, AlignRequest& request) {
+  // The schema's help, then what it takes and who uses it: "(0 to 100; used by imakura, ...)".
+  std::string desc = row.cli_negated ? "do not " + row.help : row.help;
+  std::string detail;
+  if (row.type != OptionType::flag)
+    detail = row.expected() + (row.unit.empty() ? "" : ", in " + row.unit);
+  if (!row.methods.empty())
+    detail += (detail.empty() ? "" : "; ") + std::string("used by ") + row.methods_text();
+  if (!row.route.empty()) detail += (detail.empty() ? "" : ", ") + row.route;
+  if (!detail.empty()) desc += " (" + detail + ")";
+  if (row.type == OptionType::flag) {
+    // A flag takes no value: given, it sets the option (false for a negated one).
+    auto* o = cmd->add_flag_callback(
+        row.cli, [&row, &request] { row.store(request, OptionValue(!row.cli_negated)); }, desc);
+    return o;
+  }
+  auto* o = cmd->add_option_function<std::string>(
+      row.cli, [](const std::string&) {}, desc);
+  o->each([&row, &request](const std::string& text) {
+    usage([&] {
+      set_option(request, row, text, row.cli, OptionEntry::cli);
+      return 0;
+    });
+  });
+  o->default_str(row.default_value);
+  if (row.type == OptionType::integer)
+    o->type_name("INT in [" + std::to_string(row.min_int) + ", " + std::to_string(row.max_int) +
+                 "]");
+  else if (row.type == OptionType::real)
+    o->type_name("REAL");
+  else
+    o->type_name("TEXT");
+  return o;
 }
 
 CLI::Option* add_path(CLI::App* cmd, const std::string& names, std::string& var,
@@ -201,10 +213,9 @@ void refuse_unused(const CLI::App& cmd, const std::string& opt, bool used, const
 }
 
 void check_threads(long long threads) {
-  if (threads < 0 || threads > max_threads())
-    out_of_range("--threads", std::to_string(threads),
-                 "0 (all cores) to " + std::to_string(max_threads()) +
-                     " (4 x the hardware threads of this machine)");
+  usage([&] {
+    return check_option(option_info("threads"), static_cast<std::int64_t>(threads), "--threads");
+  });
 }
 
 int run_app(CLI::App& app, int argc, char** argv) {

@@ -42,7 +42,7 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
     if (gram_form) K = MatrixView<const T>(kb.data(), n, n);
     ctx.timer.lap("gram");
   }
-  if (ctx.opts.gopp_init == GoppInit::spectral) {
+  if (ctx.opts.gopp.init == GoppInit::spectral) {
     spectral_basis(ctx, Z, K);
   } else {
     reference_target(ctx, Z);
@@ -60,7 +60,7 @@ void run_gopp(Context<T>& ctx, MatrixView<T> target) {
   double min_ratio = 1.0;
   ctx.report.converged = false;
   ctx.report.stop_reason = kStopCap;
-  for (index_t it = 0; it < ctx.opts.gopp_max_iterations; ++it) {
+  for (index_t it = 0; it < ctx.opts.gopp.max_iterations; ++it) {
     // G_i = polar(A_i^T Z): the first products from Z (which proves the anchors finite when
     // nothing has yet), later ones from the previous iteration's K Gv / c.
     PolarInfo<T> info = it == 0 || !gram_form

@@ -1,13 +1,13 @@
 #pragma once
-// GOPP's stopping rule (issue 26), shared by the single-process loop (src/core/gopp.cpp) and the
-// distributed one (src/dist/distributed.cpp), so that both stop after the same iteration.
+// GOPP's stopping rule, used by its loop (src/core/gopp.cpp); the distributed GOPP runs that same
+// loop over its sharded primitives, so it stops after the same iteration.
 //
 // After iteration k (objective f_k = sum_i ||A_i||^2 - c ||Z_k||^2, tracked with the rounding
 // described below), the first of these that holds stops the iteration with converged = true:
 //
 //   "objective at rounding level"  f_k <= nu: nothing is left to minimise (e.g. a common span
 //                                  with orthonormal mixing, aligned exactly by the first step).
-//   "tolerance"                    f_{k-1} - f_k <= tol f_{k-1} (AlignOptions::gopp_tolerance),
+//   "tolerance"                    f_{k-1} - f_k <= tol f_{k-1} (AlignOptions::gopp.tolerance),
 //                                  where tol f_{k-1} > nu. Below nu the test would read rounding
 //                                  noise, which can even be negative: that stopped float32 runs
 //                                  on uniform anchors at (a, l, c) = (300, 10, 13) after 175
@@ -15,7 +15,7 @@
 //   "iterates stationary"          max_i ||G_i^(k) - G_i^(k-1)||_F <= 100 l eps(T).
 //   "decrease at rounding level"   f_{floor(k/2)} - f_k <= nu.
 //
-// and "iteration cap" (converged = false) when none did within gopp_max_iterations.
+// and "iteration cap" (converged = false) when none did within gopp.max_iterations.
 //
 // nu, the rounding level of the tracked objective: S = sum_i ||A_i||_F^2 is summed once (in
 // double) and cancels from every difference, but c ||Z||^2 comes from products formed in T and
@@ -61,7 +61,7 @@ class GoppStop {
   template <typename T>
   static GoppStop make(const AlignOptions& opts, double total, index_t l) {
     const double eps = std::numeric_limits<T>::epsilon();
-    return GoppStop(8.0 * eps * total, opts.gopp_tolerance, 100.0 * static_cast<double>(l) * eps);
+    return GoppStop(8.0 * eps * total, opts.gopp.tolerance, 100.0 * static_cast<double>(l) * eps);
   }
 
   /// The objective's rounding level nu.

@@ -45,8 +45,9 @@ struct MethodInfo {
   Enrolment enrolment = Enrolment::least_squares;
   /// The keys of model.json's "options" object (Aligner::save writes exactly these).
   std::vector<std::string> model_keys;
-  /// The method-specific CLI options it uses (the generic ones, --svd and --polar, follow from
-  /// uses_svd and uses_polar); any other method refuses them.
+  /// The command line's method-specific files it reads or writes (--target, --rotation,
+  /// --target-out); any other method refuses them. Options are the schema's
+  /// (src/core/options.cpp), whose rows name the methods that use them.
   std::vector<std::string> cli_options;
   RunMethod<float> run_f32 = nullptr;
   RunMethod<double> run_f64 = nullptr;

@@ -16,8 +16,10 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <variant>
 
 #include "core/methods.hpp"
+#include "dcalign/options.hpp"
 #include "dcalign/polar.hpp"
 #include "io/staged_outputs.hpp"
 
@@ -33,28 +35,6 @@ constexpr std::uintmax_t kMaxModelJsonBytes = 1 << 20;
 
 // ---- names of the options in model.json
 
-const char* name_of(TargetRotation v) {
-  return v == TargetRotation::haar       ? "haar"
-         : v == TargetRotation::identity ? "identity"
-                                         : "supplied";
-}
-const char* name_of(RightFactor v) {
-  return v == RightFactor::identity  ? "identity"
-         : v == RightFactor::uniform ? "uniform"
-                                     : "supplied";
-}
-const char* name_of(KawakamiForm v) { return v == KawakamiForm::qr_svd ? "qr-svd" : "eigen"; }
-const char* name_of(GoppInit v) { return v == GoppInit::spectral ? "spectral" : "odc"; }
-
-Json svd_json(const SvdOptions& s) {
-  Json j;
-  j["algorithm"] = to_string(s.algorithm);
-  j["oversampling"] = s.oversampling;
-  j["power_iterations"] = s.power_iterations;
-  j["seed"] = s.seed;
-  return j;
-}
-
 /// The keys of the "options" object of each method; a model must have exactly these.
 const std::vector<std::string>& option_keys(Method m) { return core::method_info(m).model_keys; }
 
@@ -69,29 +49,77 @@ const std::vector<std::string> kTopKeys = {
     "format", "format_version", "dcalign_version", "method",         "precision", "anchor_rows",
     "dim",    "users",          "enrolment",       "rank_tolerance", "target",    "options"};
 
-/// One key of the "options" object: its value from the fitted state, and back.
+/// One key of the "options" object that is not an option of the schema: its value from the
+/// fitted state, and back.
 struct OptionCodec {
   const char* key;
   Json (*write)(const Saved&);
   void (*read)(const Reader&, const Json&, Parsed&);
 };
 
-// ---- the values of the options: one codec per key of model.json's "options" object, so that a
-// method's keys (its MethodInfo::model_keys) are all a new method needs here.
-
 /// The prefix of the options' keys in messages.
 const char* const kOptions = "options.";
 
-void read_svd(const Reader& in, const Json& o, Parsed& m) {
-  const Json& s = o["svd"];
-  const std::string w = "options.svd.";
-  in.exact_keys(s, {"algorithm", "oversampling", "power_iterations", "seed"}, "'options.svd'");
-  m.opts.svd.algorithm = in.choice(s, "algorithm", parse_svd_algorithm, w);
-  m.opts.svd.oversampling = in.integer(s, "oversampling", 0, w);
-  m.opts.svd.power_iterations = static_cast<int>(in.integer(s, "power_iterations", 0, w));
-  m.opts.svd.seed = in.u64(s, "seed", w);
+// ---- the options of the schema (dcalign/options.hpp): its model-file keys, values, ranges and
+// messages ("options.tolerance -1 is out of range: expected a finite number >= 0").
+
+OptionValue option_value(const Reader& in, const Json& v, const std::string& where) {
+  if (v.is_boolean()) return v.get<bool>();
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  if (v.is_number_float()) return v.get<double>();
+  if (v.is_string()) return v.get<std::string>();
+  in.fail(where + " must be a number, a string or a boolean, found " + v.dump());
 }
 
+Json json_of(const OptionValue& v) {
+  return std::visit([](const auto& x) -> Json { return x; }, v);
+}
+
+/// Reads the schema's option `key` (a model-file key such as "tolerance" or "svd.oversampling")
+/// of `obj` into m.opts.
+void read_schema_option(const Reader& in, const Json& obj, const std::string& key,
+                        const std::string& field, Parsed& m) {
+  const OptionInfo* row = find_option(OptionEntry::model_file, key, m.opts.method);
+  if (!row) throw std::logic_error("model.json: no schema row for the key '" + key + "'");
+  const std::string where = kOptions + key;  // "options.svd.oversampling"
+  const std::string prefix = where.substr(0, where.size() - field.size());
+  AlignRequest r;
+  r.align = m.opts;
+  try {
+    set_option(r, *row, option_value(in, in.at(obj, field, prefix), where), where,
+               OptionEntry::model_file);
+  } catch (const InvalidInput& e) {
+    in.fail(e.what());
+  }
+  m.opts = r.align;
+}
+
+Json write_schema_option(const Saved& s, const std::string& key) {
+  const OptionInfo* row = find_option(OptionEntry::model_file, key, s.opts.method);
+  if (!row) throw std::logic_error("model.json: no schema row for the key '" + key + "'");
+  AlignRequest r;
+  r.align = s.opts;
+  return json_of(get_option(r, *row));
+}
+
+Json svd_json(const Saved& s) {
+  Json j;
+  for (const char* k : {"algorithm", "oversampling", "power_iterations"})
+    j[k] = write_schema_option(s, std::string("svd.") + k);
+  j["seed"] = s.opts.svd.seed;
+  return j;
+}
+
+void read_svd(const Reader& in, const Json& o, Parsed& m) {
+  const Json& s = o["svd"];
+  in.exact_keys(s, {"algorithm", "oversampling", "power_iterations", "seed"}, "'options.svd'");
+  for (const char* k : {"algorithm", "oversampling", "power_iterations"})
+    read_schema_option(in, s, std::string("svd.") + k, k, m);
+  m.opts.svd.seed = in.u64(s, "seed", "options.svd.");
+}
+
+// The keys that are the fitted state's, not options.
 const std::vector<OptionCodec>& option_codecs() {
   using S = const Saved&;
   using R = const Reader&;
@@ -104,67 +132,31 @@ const std::vector<OptionCodec>& option_codecs() {
            in.fail("key 'options.target' must be \"reference\" or \"explicit\"");
          m.explicit_target = target == "explicit";
        }},
-      {"reference_user", [](S s) -> Json { return s.opts.reference_user; },
-       [](R in, J o, Parsed& m) {
-         m.opts.reference_user = in.integer(o, "reference_user", 0, kOptions);
-       }},
-      {"rotation", [](S s) -> Json { return name_of(s.opts.rotation); },
-       [](R in, J o, Parsed& m) {
-         m.opts.rotation = in.choice(o, "rotation", parse_target_rotation, kOptions);
-       }},
-      {"seed", [](S s) -> Json { return s.opts.seed; },
-       [](R in, J o, Parsed& m) { m.opts.seed = in.u64(o, "seed", kOptions); }},
-      {"polar", [](S s) -> Json { return to_string(s.opts.polar); },
-       [](R in, J o, Parsed& m) {
-         m.opts.polar = in.choice(o, "polar", parse_polar_method, kOptions);
-       }},
-      {"init", [](S s) -> Json { return name_of(s.opts.gopp_init); },
-       [](R in, J o, Parsed& m) {
-         m.opts.gopp_init = in.choice(o, "init", parse_gopp_init, kOptions);
-       }},
-      {"svd", [](S s) { return svd_json(s.opts.svd); }, read_svd},
-      {"tolerance", [](S s) -> Json { return s.opts.gopp_tolerance; },
-       [](R in, J o, Parsed& m) { m.opts.gopp_tolerance = in.number(o, "tolerance", kOptions); }},
-      // GOPP's and RDP's iteration caps share the key.
-      {"max_iterations",
-       [](S s) -> Json {
-         return s.opts.method == Method::gopp ? s.opts.gopp_max_iterations
-                                              : s.opts.rdp_max_iterations;
-       },
-       [](R in, J o, Parsed& m) {
-         const index_t v = in.integer(o, "max_iterations", 1, kOptions);
-         (m.opts.method == Method::gopp ? m.opts.gopp_max_iterations : m.opts.rdp_max_iterations) =
-             v;
-       }},
+      {"svd", svd_json, read_svd},
       {"iterations", [](S s) -> Json { return s.iterations; },
        [](R in, J o, Parsed& m) { m.iterations = in.integer(o, "iterations", 0, kOptions); }},
       {"converged", [](S s) -> Json { return s.converged; },
        [](R in, J o, Parsed& m) { m.converged = in.boolean(o, "converged", kOptions); }},
-      {"right", [](S s) -> Json { return name_of(s.opts.right); },
-       [](R in, J o, Parsed& m) {
-         m.opts.right = in.choice(o, "right", parse_right_factor, kOptions);
-       }},
-      {"form", [](S s) -> Json { return name_of(s.opts.kawakami_form); },
-       [](R in, J o, Parsed& m) {
-         m.opts.kawakami_form = in.choice(o, "form", parse_kawakami_form, kOptions);
-       }},
-      {"eta", [](S s) -> Json { return s.opts.rdp_eta; },
-       [](R in, J o, Parsed& m) { m.opts.rdp_eta = in.number(o, "eta", kOptions); }},
-      {"gradient_tolerance", [](S s) -> Json { return s.opts.rdp_gradient_tolerance; },
-       [](R in, J o, Parsed& m) {
-         m.opts.rdp_gradient_tolerance = in.number(o, "gradient_tolerance", kOptions);
-       }},
-      {"memory", [](S s) -> Json { return s.opts.rdp_memory; },
-       [](R in, J o, Parsed& m) { m.opts.rdp_memory = in.integer(o, "memory", 1, kOptions); }},
   };
   return table;
 }
 
-const OptionCodec& option_codec(const std::string& key) {
+const OptionCodec* option_codec(const std::string& key) {
   for (const OptionCodec& c : option_codecs())
-    if (key == c.key) return c;
-  throw std::logic_error("model.json: no codec for the option key '" + key +
-                         "' (src/core/model_file.cpp)");
+    if (key == c.key) return &c;
+  return nullptr;
+}
+
+void read_option(const Reader& in, const Json& o, const std::string& key, Parsed& m) {
+  if (const OptionCodec* c = option_codec(key))
+    c->read(in, o, m);
+  else
+    read_schema_option(in, o, key, key, m);
+}
+
+Json write_option(const Saved& s, const std::string& key) {
+  const OptionCodec* c = option_codec(key);
+  return c ? c->write(s) : write_schema_option(s, key);
 }
 
 }  // namespace
@@ -361,13 +353,13 @@ Parsed parse_model(const std::string& dir) {
   const Json& o = in.at(j, "options", "");
   in.exact_keys(o, option_keys(method), "'options' of method '" + to_string(method) + "'",
                 "; written for another method, or edited");
-  for (const std::string& key : option_keys(method)) option_codec(key).read(in, o, m);
+  for (const std::string& key : option_keys(method)) read_option(in, o, key, m);
   return m;
 }
 
 Json options_json(const Saved& s) {
   Json o = Json::object();
-  for (const std::string& key : option_keys(s.opts.method)) o[key] = option_codec(key).write(s);
+  for (const std::string& key : option_keys(s.opts.method)) o[key] = write_option(s, key);
   return o;
 }
 

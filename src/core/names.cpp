@@ -93,6 +93,19 @@ std::vector<std::string> method_names() {
   return names;
 }
 
+std::string to_string(TargetRotation r) {
+  return r == TargetRotation::haar       ? "haar"
+         : r == TargetRotation::identity ? "identity"
+                                         : "supplied";
+}
+std::string to_string(RightFactor r) {
+  return r == RightFactor::identity  ? "identity"
+         : r == RightFactor::uniform ? "uniform"
+                                     : "supplied";
+}
+std::string to_string(KawakamiForm f) { return f == KawakamiForm::qr_svd ? "qr-svd" : "eigen"; }
+std::string to_string(GoppInit i) { return i == GoppInit::spectral ? "spectral" : "odc"; }
+
 TargetRotation parse_target_rotation(const std::string& name) {
   const auto n = normalise(name);
   if (n == "haar" || n == "random") return TargetRotation::haar;

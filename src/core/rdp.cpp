@@ -45,6 +45,7 @@
 
 #include "base/host_blas.hpp"
 #include "core/common.hpp"
+#include "dcalign/options.hpp"
 
 namespace dcalign::core {
 namespace {
@@ -259,20 +260,6 @@ int progress_cb(void* instance, const lbfgsfloatval_t*, const lbfgsfloatval_t*, 
   return 0;
 }
 
-void check_options(const AlignOptions& o) {
-  const auto bad = [](const char* what, double v, const char* expected) {
-    throw InvalidInput(std::string("RDP option ") + what + " = " + std::to_string(v) +
-                       " is out of range: expected " + expected);
-  };
-  if (!std::isfinite(o.rdp_eta) || o.rdp_eta < 0) bad("rdp_eta", o.rdp_eta, "a finite number >= 0");
-  if (!std::isfinite(o.rdp_gradient_tolerance) || o.rdp_gradient_tolerance < 0)
-    bad("rdp_gradient_tolerance", o.rdp_gradient_tolerance, "a finite number >= 0");
-  if (o.rdp_max_iterations < 1 || o.rdp_max_iterations > std::numeric_limits<int>::max())
-    bad("rdp_max_iterations", static_cast<double>(o.rdp_max_iterations), ">= 1");
-  if (o.rdp_memory < 1 || o.rdp_memory > 1000)
-    bad("rdp_memory", static_cast<double>(o.rdp_memory), "1 to 1000");
-}
-
 double norm2(const std::vector<double>& v) {
   double s = 0;
   for (double x : v) s += x * x;
@@ -285,7 +272,7 @@ template <typename T>
 void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   auto& p = ctx.p;
   const AlignOptions& o = ctx.opts;
-  check_options(o);
+  check_align_options(o);  // the schema's ranges (dcalign/options.hpp)
   // The optimiser's vector holds every user's G_i (c over the team); this process's users are
   // the n / l from user first on.
   const index_t l = ctx.dim(), c = ctx.all_users(), n = ctx.users() * l;
@@ -326,7 +313,7 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   compressed.energy = ctx.team.sum_host(compressed.energy);
   const double energy = compressed.energy;  // sum_i ||A_i||_F^2
   // eta relative to the anchors' energy per user (AlignOptions::rdp_eta).
-  const double eta = o.rdp_eta * energy / static_cast<double>(c);
+  const double eta = o.rdp.eta * energy / static_cast<double>(c);
   Objective<T> objective(std::move(compressed), ctx.team, c, l, eta);
   ctx.timer.lap("compress");
 
@@ -347,7 +334,7 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   // search cannot resolve decreases below the rounding of f, which leaves ||grad f|| near
   // sqrt(eps f lambda_max) <~ sqrt(2 c eps) E (2e-7 E for c = 100); at the paper's sizes an
   // absolute 1e-6 is 1e-11 E to 3e-12 E, out of reach (measured floors 2e-9 E to 2e-8 E).
-  run.tolerance = o.rdp_gradient_tolerance * energy;
+  run.tolerance = o.rdp.gradient_tolerance * energy;
   const std::unique_ptr<lbfgsfloatval_t, void (*)(lbfgsfloatval_t*)> xp(
       lbfgs_malloc(static_cast<int>(size)), lbfgs_free);
   lbfgsfloatval_t* x = xp.get();
@@ -358,10 +345,10 @@ void run_rdp(Context<T>& ctx, MatrixView<T> target) {
   if (norm2(g) > run.tolerance) {
     lbfgs_parameter_t param;
     lbfgs_parameter_init(&param);
-    param.m = static_cast<int>(o.rdp_memory);
+    param.m = static_cast<int>(o.rdp.memory);
     param.epsilon = 0;  // our test in progress_cb instead of ||g|| / max(1, ||x||)
     param.past = 0;
-    param.max_iterations = static_cast<int>(o.rdp_max_iterations);
+    param.max_iterations = static_cast<int>(o.rdp.max_iterations);
     // Backtracking keeps f = +inf (a singular G_i) out: it halves the step until f is finite
     // and decreases enough; the Wolfe curvature condition keeps the BFGS update positive.
     param.linesearch = LBFGS_LINESEARCH_BACKTRACKING_WOLFE;

@@ -5,6 +5,7 @@
 
 #include "base/host_blas.hpp"
 #include "core/common.hpp"
+#include "dcalign/options.hpp"
 #include "dcalign/random.hpp"
 
 namespace dcalign {
@@ -25,17 +26,10 @@ void validate_anchors([[maybe_unused]] Primitives<T>& p, StackView<const T> A,
     throw InvalidInput("reference user " + std::to_string(opts.reference_user) +
                        " out of range: there are " + std::to_string(A.count()) +
                        " users (0-based)");
-  // GOPP's options (the CLI checks them too; the library must not return the all-zero G that
-  // zero iterations would leave, nor iterate on a meaningless tolerance).
-  if (opts.method == Method::gopp) {
-    if (opts.gopp_max_iterations < 1)
-      throw InvalidInput("gopp_max_iterations = " + std::to_string(opts.gopp_max_iterations) +
-                         " is out of range: expected >= 1 (each iteration is one Procrustes "
-                         "step; none would leave G undefined)");
-    if (!std::isfinite(opts.gopp_tolerance) || opts.gopp_tolerance < 0)
-      throw InvalidInput("gopp_tolerance = " + std::to_string(opts.gopp_tolerance) +
-                         " is out of range: expected a finite number >= 0");
-  }
+  // The options the method uses, against the schema (dcalign/options.hpp): the library must
+  // not, e.g., return the all-zero G that zero GOPP iterations would leave, nor iterate on a
+  // meaningless tolerance. The entry points have checked them already, with their own keys.
+  check_align_options(opts);
 }
 
 template <typename T>

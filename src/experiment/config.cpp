@@ -23,6 +23,7 @@
 
 #include "dcalign/checked.hpp"
 #include "dcalign/experiment.hpp"
+#include "dcalign/options.hpp"
 #include "experiment/common.hpp"
 
 namespace dcalign::experiment {
@@ -186,6 +187,31 @@ class Reader {
     out = v;
   }
 
+  /// An alignment option of the schema (dcalign/options.hpp), checked by its row with the
+  /// message every entry point gives ("experiment file 'f': gopp_tolerance -1 is out of range:
+  /// expected a finite number >= 0"); empty when the file does not have it.
+  std::optional<OptionValue> option(const char* key) {
+    seen_.insert(key);
+    const toml::node* n = t_.get(key);
+    if (!n) return std::nullopt;
+    OptionValue v;
+    if (n->is_boolean())
+      v = n->as_boolean()->get();
+    else if (n->is_integer())
+      v = n->as_integer()->get();
+    else if (n->is_floating_point())
+      v = n->as_floating_point()->get();
+    else if (n->is_string())
+      v = n->as_string()->get();
+    else
+      fail(key, "a number, a string or a boolean");
+    try {
+      return check_option(*find_option(OptionEntry::toml, key), v, prefix_ + key);
+    } catch (const InvalidInput& e) {
+      throw InvalidInput("experiment file '" + path_ + "': " + e.what());
+    }
+  }
+
   /// `allow_empty`: for an optional list (privacy), where [] means none.
   void get_list(const char* key, std::vector<std::string>& out, bool allow_empty = false) {
     seen_.insert(key);
@@ -272,9 +298,6 @@ Config load_config(const std::string& path) {
   c.source = path;
   Reader r(t, path);
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  // As the CLI's --threads: 0 (all cores) to 4 x the hardware threads.
-  const std::int64_t max_threads =
-      4 * static_cast<std::int64_t>(std::max(1u, std::thread::hardware_concurrency()));
   r.get("name", c.name);
   r.get("protocol", c.protocol);
   r.get("dataset", c.dataset);
@@ -308,8 +331,8 @@ Config load_config(const std::string& path) {
   }
   r.get("dim_assignment", c.dim_assignment);
   r.get("center", c.center);
-  r.get("odc_rotation", c.odc_rotation);
-  r.get("imakura_right", c.imakura_right);
+  if (auto v = r.option("odc_rotation")) c.odc_rotation = std::get<std::string>(*v);
+  if (auto v = r.option("imakura_right")) c.imakura_right = std::get<std::string>(*v);
   r.get("test_holder", c.test_holder);
   r.real("nri_delta", c.nri_delta, 0, false, kInf, false);
   r.get("nri_permute", c.nri_permute);
@@ -327,23 +350,19 @@ Config load_config(const std::string& path) {
     for (const auto& s : conditions) c.conditions.push_back(parse_condition(s));
   }
   r.get_list("methods", c.methods);
-  r.get("kawakami_form", c.kawakami_form);
+  if (auto v = r.option("kawakami_form")) c.kawakami_form = std::get<std::string>(*v);
   r.get("redraw", c.redraw);
   r.get("standardize_aligned", c.standardize_aligned);
   r.get("align_timing", c.align_timing);
   r.get("uplink", c.uplink);
-  for (auto [key, out] : {std::pair<const char*, std::optional<double>*>{"rdp_eta", &c.rdp_eta},
-                          {"gopp_tolerance", &c.gopp_tolerance}}) {
-    double v = 0;
-    r.real(key, v, 0, false, kInf, false);
-    if (t.get(key)) *out = v;
-  }
+  if (auto v = r.option("rdp_eta")) c.rdp_eta = std::get<double>(*v);
+  if (auto v = r.option("gopp_tolerance")) c.gopp_tolerance = std::get<double>(*v);
   r.get_list("models", c.models);
   r.get_list("metrics", c.metrics);
   r.integer("trials", c.trials, 1, 1000000);
   r.integer("seed", c.seed, 0);
-  r.get("device", c.device);
-  r.integer("threads", c.threads, 0, max_threads);
+  if (auto v = r.option("device")) c.device = std::get<std::string>(*v);
+  if (auto v = r.option("threads")) c.threads = static_cast<int>(std::get<std::int64_t>(*v));
   auto& mo = c.model_options;
   r.integer("mlp_max_epochs", mo.mlp.max_epochs, 1);
   r.integer("mlp_hidden", mo.mlp.hidden_layers[0], 1);

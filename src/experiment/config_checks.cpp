@@ -15,6 +15,7 @@
 #include "dcalign/backend.hpp"
 #include "dcalign/checked.hpp"
 #include "dcalign/experiment.hpp"
+#include "dcalign/options.hpp"
 #include "dcalign/user.hpp"
 #include "experiment/common.hpp"
 
@@ -213,12 +214,19 @@ void check_config(const Config& c) {
   if (c.uplink != "fp64" && nri)
     key_error(c, "uplink",
               "= \"" + c.uplink + "\" needs protocol \"dc\" (NRI-DC's releases are not quantised)");
-  if (c.kawakami_form != "qr-svd" && c.kawakami_form != "eigen")
-    key_error(c, "kawakami_form", "must be \"qr-svd\" or \"eigen\"");
-  if (c.odc_rotation != "haar" && c.odc_rotation != "identity")
-    key_error(c, "odc_rotation", "must be \"haar\" or \"identity\"");
-  if (c.imakura_right != "identity" && c.imakura_right != "uniform")
-    key_error(c, "imakura_right", "must be \"identity\" or \"uniform\"");
+  // The alignment options a Config holds, by the option schema (dcalign/options.hpp), under
+  // their experiment-file keys.
+  const std::pair<const char*, OptionValue> align_keys[] = {{"kawakami_form", c.kawakami_form},
+                                                            {"odc_rotation", c.odc_rotation},
+                                                            {"imakura_right", c.imakura_right},
+                                                            {"device", c.device}};
+  for (const auto& [key, value] : align_keys) {
+    try {
+      (void)check_option(*find_option(OptionEntry::toml, key), value, key);
+    } catch (const InvalidInput& e) {
+      throw InvalidInput(where(c) + ": " + e.what());
+    }
+  }
   std::set<std::string> all = align_method_names();
   all.insert(kBaselines.begin(), kBaselines.end());
   all.insert("fedavg");

@@ -125,8 +125,8 @@ std::string result_json(const Result& r) {
   cfg["uplink"] = c.uplink;
   {
     const dcalign::AlignOptions defaults;
-    cfg["rdp_eta"] = c.rdp_eta.value_or(defaults.rdp_eta);
-    cfg["gopp_tolerance"] = c.gopp_tolerance.value_or(defaults.gopp_tolerance);
+    cfg["rdp_eta"] = c.rdp_eta.value_or(defaults.rdp.eta);
+    cfg["gopp_tolerance"] = c.gopp_tolerance.value_or(defaults.gopp.tolerance);
   }
   cfg["test_holder"] = c.holder();
   cfg["test_split"] = c.test_split;

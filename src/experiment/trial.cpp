@@ -462,8 +462,8 @@ AlignOptions Runner::align_options(const std::string& method, index_t t) const {
   ao.right = parse_right_factor(name.base == "imakura" && !name.variant.empty() ? name.variant
                                                                                 : c_.imakura_right);
   ao.kawakami_form = kawakami_form_;
-  if (c_.rdp_eta) ao.rdp_eta = *c_.rdp_eta;
-  if (c_.gopp_tolerance) ao.gopp_tolerance = *c_.gopp_tolerance;
+  if (c_.rdp_eta) ao.rdp.eta = *c_.rdp_eta;
+  if (c_.gopp_tolerance) ao.gopp.tolerance = *c_.gopp_tolerance;
   return ao;
 }
 

@@ -3,6 +3,7 @@
 
 #include "dcalign/backend.hpp"
 #include "dcalign/error.hpp"
+#include "dcalign/options.hpp"
 #include "dcalign/polar.hpp"
 #include "dcalign/user.hpp"
 #include "service/common.hpp"
@@ -71,31 +72,35 @@ void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit) {
           "the spec's largest part (" + std::to_string(std::max(a.rows(), spec.max_rows())) +
               " x " + std::to_string(l) + " float64) exceeds the server's part limit of " +
               std::to_string(part_limit) + " bytes");
+  // The options map: the schema's spec keys (dcalign/options.hpp), each checked by its row and
+  // refused when the collaboration's method does not use it.
+  (void)align_request(spec);
+}
+
+AlignRequest align_request(const v1::CollaborationSpec& spec) {
+  AlignRequest r;
+  r.align.method = parse_method(spec.method());
+  r.align.seed = spec.seed();
+  r.align.svd.seed = spec.seed() ^ 0x5eedULL;  // as every other entry point derives it
+  std::string keys;
+  for (const auto& o : option_schema())
+    if (!o.spec.empty()) keys += (keys.empty() ? "" : ", ") + o.spec;
   for (const auto& [key, value] : spec.options()) {
-    if (key == "precision")
-      require(value == "float64" || value == "float32",
-              "spec.options.precision '" + value + "': expected float64 or float32");
-    else if (key == "svd")
-      (void)parse_svd_algorithm(value);
-    else if (key == "polar")
-      (void)parse_polar_method(value);
-    else
-      throw InvalidInput("spec.options has the unknown key '" + key +
-                         "': expected precision, svd or polar");
+    const std::string where = "spec.options." + key;
+    const OptionInfo* row = find_option(OptionEntry::service, key, r.align.method);
+    if (!row)
+      throw InvalidInput("spec.options has the unknown key '" + shown_text(key) +
+                         "': expected one of: " + keys);
+    set_option(r, *row, value, where, OptionEntry::service);
+    check_option_used(*row, r.align.method, where);
   }
+  return r;
 }
 
 AlignOptions align_options(const v1::CollaborationSpec& spec, bool* float32) {
-  AlignOptions opts;
-  opts.method = parse_method(spec.method());
-  opts.seed = spec.seed();
-  *float32 = false;
-  for (const auto& [key, value] : spec.options()) {
-    if (key == "precision") *float32 = value == "float32";
-    if (key == "svd") opts.svd.algorithm = parse_svd_algorithm(value);
-    if (key == "polar") opts.polar = parse_polar_method(value);
-  }
-  return opts;
+  const AlignRequest r = align_request(spec);
+  *float32 = r.float32;
+  return r.align;
 }
 
 }  // namespace dcalign::service

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "dcalign/align.hpp"
+#include "dcalign/options.hpp"
 #include "dcalign/service/v1/analyst.grpc.pb.h"
 #include "service/data_dir.hpp"
 #include "service/limits.hpp"
@@ -38,6 +39,9 @@ struct SpecLimits {
 /// Throws InvalidInput naming the field when `spec` is not a collaboration the server can run:
 /// names, method, anchor, shapes within SpecLimits and `part_limit` bytes per part, options.
 void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit);
+/// What a spec asks of the alignment: its method, seed and options (the schema's spec keys,
+/// dcalign/options.hpp), each checked; throws InvalidInput naming "spec.options.<key>".
+AlignRequest align_request(const v1::CollaborationSpec& spec);
 /// The alignment options of a checked spec. `float32` receives whether it asks for float32.
 AlignOptions align_options(const v1::CollaborationSpec& spec, bool* float32);
 /// Whether the collaboration needs `part` from every participant (data and labels only when

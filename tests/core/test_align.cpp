@@ -192,8 +192,8 @@ TYPED_TEST(AlignTheorems, GoppMonotoneAndNotAboveOdc) {
     SCOPED_TRACE(init == GoppInit::spectral ? "spectral start" : "ODC start");
     AlignOptions opts;
     opts.method = Method::gopp;
-    opts.gopp_init = init;
-    opts.gopp_tolerance = std::is_same_v<T, double> ? 1e-12 : 1e-6;
+    opts.gopp.init = init;
+    opts.gopp.tolerance = std::is_same_v<T, double> ? 1e-12 : 1e-6;
     auto res = align(anchors, opts);
     const auto& h = res.report.objective_history;
     ASSERT_GE(h.size(), 2u);

@@ -138,12 +138,13 @@ TEST(BadInput, ReferenceUserOutOfRange) {
 TEST(BadInput, GoppNeedsAtLeastOneIterationAndAFiniteTolerance) {
   AlignOptions opts;
   opts.method = Method::gopp;
-  opts.gopp_max_iterations = 0;
-  expect_invalid([&] { align(good_anchors(), opts); }, {"gopp_max_iterations = 0", ">= 1"});
-  opts.gopp_max_iterations = 1;
-  opts.gopp_tolerance = std::numeric_limits<double>::quiet_NaN();
+  opts.gopp.max_iterations = 0;
+  expect_invalid([&] { align(good_anchors(), opts); },
+                 {"gopp_max_iterations 0 is out of range", "expected 1 to 1000000"});
+  opts.gopp.max_iterations = 1;
+  opts.gopp.tolerance = std::numeric_limits<double>::quiet_NaN();
   expect_invalid([&] { align(good_anchors(), opts); }, {"gopp_tolerance", "finite"});
-  opts.gopp_tolerance = 0;
+  opts.gopp.tolerance = 0;
   const auto res = align(good_anchors(), opts);
   EXPECT_LT(res.report.orthogonality_error, 1e-12);
 }

@@ -74,8 +74,8 @@ AlignOptions gopp() {
 // of 100 l eps or an objective flat to 8 eps S over the second half of the run.
 Alignment<double> long_run(const Stack<double>& A) {
   AlignOptions o = gopp();
-  o.gopp_tolerance = 0;
-  o.gopp_max_iterations = 20000;
+  o.gopp.tolerance = 0;
+  o.gopp.max_iterations = 20000;
   auto r = align(A, o, one_thread());
   EXPECT_TRUE(r.report.converged) << r.report.stop_reason;
   return r;
@@ -93,13 +93,13 @@ TEST(GoppStop, DefaultsConvergeOnUniformAnchorsFloat64) {
   const auto& r = res.report;
   EXPECT_TRUE(r.converged);
   EXPECT_EQ(r.stop_reason, "tolerance");
-  EXPECT_LE(r.iterations, o.gopp_max_iterations / 2);
+  EXPECT_LE(r.iterations, o.gopp.max_iterations / 2);
   const auto& h = r.objective_history;
   ASSERT_GE(h.size(), 3u);
   const size_t k = h.size() - 1;
   const double last = h[k - 1] - h[k], before = h[k - 2] - h[k - 1];
-  EXPECT_LE(last, o.gopp_tolerance * h[k - 1]);
-  EXPECT_GT(before, o.gopp_tolerance * h[k - 2]) << "stopped at the first such decrease";
+  EXPECT_LE(last, o.gopp.tolerance * h[k - 1]);
+  EXPECT_GT(before, o.gopp.tolerance * h[k - 2]) << "stopped at the first such decrease";
   const double rate = last / before;
   ASSERT_GT(rate, 0.0);
   ASSERT_LT(rate, 1.0);
@@ -129,9 +129,9 @@ TEST(GoppStop, DefaultsConvergeOnUniformAnchorsFloat32) {
     EXPECT_TRUE(r.stop_reason == "decrease at rounding level" ||
                 r.stop_reason == "iterates stationary")
         << r.stop_reason;
-    EXPECT_LT(r.iterations, o.gopp_max_iterations);
+    EXPECT_LT(r.iterations, o.gopp.max_iterations);
     if (seed == 20240601ull) {
-      EXPECT_LE(r.iterations, o.gopp_max_iterations / 2);
+      EXPECT_LE(r.iterations, o.gopp.max_iterations / 2);
     }
     const double noise = 8 * testing::eps<float>() * sum_squares(A);
     const double fstar = long_run(A).report.objective;
@@ -146,7 +146,7 @@ TEST(GoppStop, DefaultsConvergeOnUniformAnchorsFloat32) {
 TEST(GoppStop, CapReportsNotConverged) {
   const auto A = uniform_anchors(300, 10, 13, 20240601);
   AlignOptions o = gopp();
-  o.gopp_max_iterations = 50;
+  o.gopp.max_iterations = 50;
   for (const AlignReport& r :
        {align(A, o, one_thread()).report, align(to_float(A), o, one_thread()).report}) {
     SCOPED_TRACE(r.precision);
@@ -183,10 +183,10 @@ TEST(GoppStop, IteratesStationaryMeansTheLastStepIsRounding) {
           std::max(worst, testing::frob_diff(testing::to_double(G1[i]), testing::to_double(G0[i])));
     return worst;
   };
-  o.gopp_max_iterations = k - 1;
+  o.gopp.max_iterations = k - 1;
   const auto before = align(A, o, one_thread());
   EXPECT_EQ(before.report.stop_reason, "iteration cap");
-  o.gopp_max_iterations = k - 2;
+  o.gopp.max_iterations = k - 2;
   const auto earlier = align(A, o, one_thread());
   const double threshold = 100.0 * static_cast<double>(l) * testing::eps<float>();
   EXPECT_LE(step(res.G, before.G), threshold);
@@ -221,14 +221,14 @@ TEST(GoppStop, ObjectiveAtRoundingLevelAndJson) {
 TEST(GoppStop, ToleranceOnlyAboveTheRoundingLevel) {
   const auto A = uniform_anchors(300, 10, 13, 20240601);
   AlignOptions o = gopp();
-  o.gopp_tolerance = 1e-5;  // 1e-5 f = 2.8e-2 > nu = 8 eps32 S = 1.2e-2 (float32)
+  o.gopp.tolerance = 1e-5;  // 1e-5 f = 2.8e-2 > nu = 8 eps32 S = 1.2e-2 (float32)
   const auto r32 = align(to_float(A), o, one_thread()).report;
   EXPECT_TRUE(r32.converged);
   EXPECT_EQ(r32.stop_reason, "tolerance");
   const auto& h = r32.objective_history;
   ASSERT_GE(h.size(), 2u);
-  EXPECT_LE(h[h.size() - 2] - h.back(), o.gopp_tolerance * h[h.size() - 2]);
-  o.gopp_tolerance = 1e-6;  // 2.8e-3 < nu: not resolvable in float32
+  EXPECT_LE(h[h.size() - 2] - h.back(), o.gopp.tolerance * h[h.size() - 2]);
+  o.gopp.tolerance = 1e-6;  // 2.8e-3 < nu: not resolvable in float32
   const auto below = align(to_float(A), o, one_thread()).report;
   EXPECT_TRUE(below.converged);
   EXPECT_NE(below.stop_reason, "tolerance");

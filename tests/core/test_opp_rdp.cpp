@@ -107,7 +107,7 @@ TYPED_TEST(Opp, IsGoppsFirstStepAndReportsItsObjective) {
   opts.method = Method::opp;
   auto opp = align(anchors, opts);
   opts.method = Method::gopp;
-  opts.gopp_max_iterations = 1;
+  opts.gopp.max_iterations = 1;
   auto gopp = align(anchors, opts);
   opts.method = Method::imakura;
   auto ls = align(anchors, opts);
@@ -233,7 +233,7 @@ TYPED_TEST(RdpStarts, DecreasesAndConvergesFromBothStarts) {
     EXPECT_TRUE(r.converged) << "gradient norm " << r.gradient_norm;
     double energy = 0;  // the tolerance is relative to sum_i ||A_i||_F^2
     for (index_t i = 0; i < c; ++i) energy += std::pow(frob(to_double(anchors[i])), 2);
-    EXPECT_LE(r.gradient_norm, opts.rdp_gradient_tolerance * energy);
+    EXPECT_LE(r.gradient_norm, opts.rdp.gradient_tolerance * energy);
     EXPECT_GT(r.iterations, 0);
     EXPECT_DOUBLE_EQ(r.objective, r.objective_history.back());
     EXPECT_GT(r.min_rank_ratio, 1e-3);
@@ -281,7 +281,7 @@ TEST(Rdp, BothStartsReachTheSameValueAndTheReportedValueIsEq24) {
   auto op = align(anchors, opts);
   double energy = 0;
   for (index_t i = 0; i < c; ++i) energy += std::pow(frob(anchors.matrix(i)), 2);
-  const double eta = opts.rdp_eta * energy / c;
+  const double eta = opts.rdp.eta * energy / c;
   for (const auto* res : {&ls, &op}) {
     Stack<double> G(c, l, l);
     for (index_t k = 0; k < G.size(); ++k) G.data()[k] = res->G.data()[k];
@@ -302,7 +302,7 @@ TEST(Rdp, ReachesConsensusUnderASharedSpanWithoutPenalty) {
         testing::released_anchors<double>(testing::make_synthetic(60, 10, l, c, cond, 51));
     AlignOptions opts;
     opts.method = Method::rdp_opp;
-    opts.rdp_eta = 0;
+    opts.rdp.eta = 0;
     opts.evaluate_consensus = true;
     auto res = align(anchors, opts);
     double energy = 0;
@@ -326,7 +326,7 @@ TEST(Rdp, ResultDoesNotDependOnTheAnchorScale) {
   for (index_t k = 0; k < scaled.size(); ++k) scaled.data()[k] *= 4.0;
   AlignOptions opts;
   opts.method = Method::rdp_opp;
-  opts.rdp_gradient_tolerance = 1e-9;
+  opts.rdp.gradient_tolerance = 1e-9;
   auto a = align(anchors, opts);
   auto b = align(scaled, opts);
   for (index_t i = 0; i < c; ++i)
@@ -357,16 +357,16 @@ TEST(Rdp, RejectsBadOptions) {
     double value;
   };
   const Case cases[] = {
-      {"rdp_eta", [](AlignOptions& o, double v) { o.rdp_eta = v; }, -1.0},
-      {"rdp_eta", [](AlignOptions& o, double v) { o.rdp_eta = v; }, nan},
-      {"rdp_eta", [](AlignOptions& o, double v) { o.rdp_eta = v; }, inf},
-      {"rdp_gradient_tolerance", [](AlignOptions& o, double v) { o.rdp_gradient_tolerance = v; },
+      {"rdp_eta", [](AlignOptions& o, double v) { o.rdp.eta = v; }, -1.0},
+      {"rdp_eta", [](AlignOptions& o, double v) { o.rdp.eta = v; }, nan},
+      {"rdp_eta", [](AlignOptions& o, double v) { o.rdp.eta = v; }, inf},
+      {"rdp_gradient_tolerance", [](AlignOptions& o, double v) { o.rdp.gradient_tolerance = v; },
        nan},
-      {"rdp_gradient_tolerance", [](AlignOptions& o, double v) { o.rdp_gradient_tolerance = v; },
+      {"rdp_gradient_tolerance", [](AlignOptions& o, double v) { o.rdp.gradient_tolerance = v; },
        -1.0},
       {"rdp_max_iterations",
-       [](AlignOptions& o, double v) { o.rdp_max_iterations = static_cast<index_t>(v); }, 0.0},
-      {"rdp_memory", [](AlignOptions& o, double v) { o.rdp_memory = static_cast<index_t>(v); },
+       [](AlignOptions& o, double v) { o.rdp.max_iterations = static_cast<index_t>(v); }, 0.0},
+      {"rdp_memory", [](AlignOptions& o, double v) { o.rdp.memory = static_cast<index_t>(v); },
        0.0},
   };
   for (Method m : {Method::rdp_ls, Method::rdp_opp})
@@ -394,13 +394,13 @@ TEST(OppRdp, AlignerSavesLoadsAndEnrols) {
     SCOPED_TRACE(to_string(m));
     AlignOptions opts;
     opts.method = m;
-    opts.rdp_eta = 0.05;
+    opts.rdp.eta = 0.05;
     Aligner<double> model;
     const auto fit = model.fit(anchors, opts);
     model.save(dir);
     const auto loaded = Aligner<double>::load(dir);
     EXPECT_EQ(loaded.method(), m);
-    EXPECT_EQ(loaded.options().rdp_eta, m == Method::opp ? AlignOptions().rdp_eta : 0.05);
+    EXPECT_EQ(loaded.options().rdp.eta, m == Method::opp ? AlignOptions().rdp.eta : 0.05);
     const auto e = loaded.enroll(anchors);
     if (m == Method::opp) {
       for (index_t i = 0; i < c; ++i)

@@ -221,8 +221,8 @@ TEST(GoppGramForm, ObjectiveHistoryMatchesADirectAlternation) {
       testing::make_synthetic(a, 7, l, c, SpanCondition::diff_span, 5));
   AlignOptions o;
   o.method = Method::gopp;
-  o.gopp_tolerance = 0;  // run every iteration
-  o.gopp_max_iterations = 6;
+  o.gopp.tolerance = 0;  // run every iteration
+  o.gopp.max_iterations = 6;
   const auto res = align(anchors, o);
   ASSERT_EQ(res.report.objective_history.size(), 6u);
 

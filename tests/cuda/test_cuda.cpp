@@ -1133,12 +1133,12 @@ TYPED_TEST(CudaVsCpu, AlignEveryMethod) {
     o.polar = PolarMethod::iterative;
     // A fixed number of steps: the stopping test on a flattening objective could otherwise stop
     // the two backends one step apart.
-    o.gopp_tolerance = 0;
-    o.gopp_max_iterations = 10;
-    o.gopp_init = GoppInit::odc;
+    o.gopp.tolerance = 0;
+    o.gopp.max_iterations = 10;
+    o.gopp.init = GoppInit::odc;
     o.seed = 5;
     runs.push_back({"gopp (odc start)", o, false});
-    o.gopp_init = GoppInit::spectral;
+    o.gopp.init = GoppInit::spectral;
     runs.push_back({"gopp (spectral start)", o, true});
     o = AlignOptions{};
     o.method = Method::imakura;

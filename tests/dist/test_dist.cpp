@@ -127,7 +127,7 @@ TEST_P(DistAgreement, MatchesSingleProcess) {
   opts.method = cs.method;
   opts.seed = 7;
   opts.reference_user = cs.c - 2;  // owned by the last rank or the one before
-  opts.gopp_init = cs.init;
+  opts.gopp.init = cs.init;
   opts.kawakami_form = cs.form;
   opts.svd.algorithm = cs.svd;
   opts.evaluate_consensus = true;
@@ -236,8 +236,8 @@ TEST(DistFloat, OdcAndGoppMatchSingleProcess) {
   for (Method m : {Method::odc, Method::gopp}) {
     AlignOptions opts;
     opts.method = m;
-    opts.gopp_init = GoppInit::odc;
-    opts.gopp_tolerance = 1e-5;
+    opts.gopp.init = GoppInit::odc;
+    opts.gopp.tolerance = 1e-5;
     const auto single = align(A, opts, *backend);
     const auto mine = dist::align_distributed(comm, slice(A, r), r.first, c, opts, *backend);
     double diff = max_relative_difference(mine.G, single.G, r.first, false);
@@ -296,7 +296,7 @@ TEST(DistErrors, NanIsReportedByEveryRankNamingUserAndRank) {
   for (Method m : {Method::odc, Method::imakura, Method::kawakami, Method::gopp}) {
     AlignOptions opts;
     opts.method = m;
-    opts.gopp_init = GoppInit::odc;  // finiteness proven by the products, as in ODC
+    opts.gopp.init = GoppInit::odc;  // finiteness proven by the products, as in ODC
     try {
       dist::align_distributed(comm, slice(A, r), r.first, c, opts, *backend);
       ADD_FAILURE() << to_string(m) << ": no error";

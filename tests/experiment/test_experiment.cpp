@@ -134,7 +134,8 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
     experiment::load_config(path);
     ADD_FAILURE();
   } catch (const InvalidInput& e) {
-    EXPECT_NE(std::string(e.what()).find("'odc_rotation' must be \"haar\" or \"identity\""),
+    EXPECT_NE(std::string(e.what()).find(
+                  "odc_rotation 'skewed' is unknown: expected one of: haar, identity"),
               std::string::npos)
         << e.what();
   }
@@ -172,8 +173,8 @@ TEST(Experiment, IntegersThatDoNotFitTheirFieldAreRejected) {
   expect_config_error(d + "mlp_max_epochs = 2147483648\n", {"'mlp_max_epochs'", "2147483647"});
   expect_config_error(d + "mlp_hidden = -5\n", {"'mlp_hidden'", "-5", "from 1"});
   expect_config_error(d + "mlp_batch_size = 0\n", {"'mlp_batch_size'", "from 1"});
-  expect_config_error(d + "threads = 4294967296\n", {"'threads'", "from 0 to"});
-  expect_config_error(d + "threads = -1\n", {"'threads'", "from 0 to"});
+  expect_config_error(d + "threads = 4294967296\n", {"threads ", "is out of range: expected 0 to"});
+  expect_config_error(d + "threads = -1\n", {"threads ", "is out of range: expected 0 to"});
   // Counts: no negatives, no zeros where at least one is needed.
   expect_config_error(d + "users = -3\n", {"'users'", "-3", "from 1 to"});
   expect_config_error(d + "users = 0\n", {"'users'", "from 1"});

@@ -292,10 +292,12 @@ TEST(NriDc, ConfigErrorsNameTheKeyBeforeAnyWork) {
   expect_config_error(d + "conditions = [\"DiffSpan\"]\n", {"'conditions'"});
   expect_config_error("dataset = \"synthetic\"\ntest_holder = \"shared\"\n",
                       {"'test_holder'", "nri-dc"});
-  expect_config_error(d + "kawakami_form = \"svd\"\n", {"'kawakami_form'"});
+  expect_config_error(d + "kawakami_form = \"svd\"\n", {"kawakami_form 'svd' is unknown"});
   expect_config_error(d + "mlp_early_stopping = 1\n", {"'mlp_early_stopping'"});
-  expect_config_error(d + "rdp_eta = -1e-3\n", {"'rdp_eta'", "[0, inf)"});
-  expect_config_error(d + "gopp_tolerance = inf\n", {"'gopp_tolerance'", "finite"});
+  expect_config_error(d + "rdp_eta = -1e-3\n",
+                      {"rdp_eta -0.001 is out of range", "a finite number >= 0"});
+  expect_config_error(d + "gopp_tolerance = inf\n",
+                      {"gopp_tolerance inf is out of range", "finite"});
   // Per-protocol defaults: NRI-DC centres (scikit-learn's PCA) and shares the test set.
   auto c = load_toml(d);
   EXPECT_TRUE(c.centered());

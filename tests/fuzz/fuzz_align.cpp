@@ -157,9 +157,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   opts.seed = in.byte();
   const std::uint8_t b7 = in.byte();
   // A cap of 0 is drawn too: align must refuse it (InvalidInput), not return an all-zero G.
-  opts.gopp_max_iterations = b7 & 15;
-  opts.gopp_init = (b7 >> 4) & 1 ? dcalign::GoppInit::odc : dcalign::GoppInit::spectral;
-  opts.rdp_max_iterations = 1 + (b7 >> 5);
+  opts.gopp.max_iterations = b7 & 15;
+  opts.gopp.init = (b7 >> 4) & 1 ? dcalign::GoppInit::odc : dcalign::GoppInit::spectral;
+  opts.rdp.max_iterations = 1 + (b7 >> 5);
   if (custom_tolerance) opts.rank_tolerance = value(in);
 
   try {
