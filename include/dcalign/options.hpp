@@ -96,7 +96,10 @@ const OptionInfo& option_info(const std::string& name);
 /// canonical name, a flag as bool. Text is parsed strictly (a whole decimal integer, a decimal
 /// real, true/false for flags). `where` is the key as the caller spells it; the message is
 /// "<where> <value> is out of range: expected <expected>" or a sibling wording.
-OptionValue check_option(const OptionInfo& o, const OptionValue& value, const std::string& where);
+/// `entry` says whether text is parsed (the command line and specs carry text) or is a value of
+/// the wrong type for a number or flag (Python, TOML and JSON have types).
+OptionValue check_option(const OptionInfo& o, const OptionValue& value, const std::string& where,
+                         OptionEntry entry = OptionEntry::cli);
 /// check_option, then stores the value in `request`. `entry` is where it was given (a model file
 /// may hold "supplied" for a target rotation; the others give that matrix instead).
 void set_option(AlignRequest& request, const OptionInfo& o, const OptionValue& value,

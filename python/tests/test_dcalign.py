@@ -176,7 +176,7 @@ def test_wrong_option_type_is_type_error():
 
 
 @pytest.mark.parametrize("opts, message", [
-    (dict(target_rotation="bogus"), "target rotation"),
+    (dict(target_rotation="bogus"), "target_rotation"),
     (dict(method="nope"), "nope"),
     (dict(svd="fast"), "svd"),
     (dict(polar="qr"), "qr"),

@@ -49,7 +49,9 @@ const char* wanted(OptionType t) {
 }
 
 [[noreturn]] void wrong_type(const OptionInfo& o, const OptionValue& v, const std::string& where) {
-  throw OptionTypeError(where + " is " + type_name(v) + " (" + shown_text(to_string(v)) +
+  const std::string shown = shown_text(to_string(v));
+  throw OptionTypeError(where + " is " + type_name(v) + " (" +
+                        (std::holds_alternative<std::string>(v) ? "'" + shown + "'" : shown) +
                         "): expected " + wanted(o.type) + ", " + o.expected());
 }
 
@@ -194,7 +196,12 @@ std::string OptionInfo::methods_text() const {
   return s;
 }
 
-OptionValue check_option(const OptionInfo& o, const OptionValue& value, const std::string& where) {
+OptionValue check_option(const OptionInfo& o, const OptionValue& value, const std::string& where,
+                         OptionEntry entry) {
+  const bool typed = entry == OptionEntry::python || entry == OptionEntry::toml ||
+                     entry == OptionEntry::model_file;
+  if (typed && o.type != OptionType::choice && std::holds_alternative<std::string>(value))
+    wrong_type(o, value, where);
   switch (o.type) {
     case OptionType::integer:
       return check_integer(o, value, where);
@@ -221,7 +228,7 @@ void set_option(AlignRequest& request, const OptionInfo& o, const OptionValue& v
       }
     }
   }
-  o.store(request, check_option(o, value, where));
+  o.store(request, check_option(o, value, where, entry));
 }
 
 OptionValue get_option(const AlignRequest& request, const OptionInfo& o) { return o.load(request); }

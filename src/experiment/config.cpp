@@ -206,7 +206,8 @@ class Reader {
     else
       fail(key, "a number, a string or a boolean");
     try {
-      return check_option(*find_option(OptionEntry::toml, key), v, prefix_ + key);
+      return check_option(*find_option(OptionEntry::toml, key), v, prefix_ + key,
+                          OptionEntry::toml);
     } catch (const InvalidInput& e) {
       throw InvalidInput("experiment file '" + path_ + "': " + e.what());
     }
