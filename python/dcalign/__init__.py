@@ -85,7 +85,7 @@ __all__ = [
     "check_experiment",
     "ExperimentResult",
 ]
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 ArrayLike = Any  # a NumPy array, anything np.asarray takes, or any object with __dlpack__
 

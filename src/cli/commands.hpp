@@ -104,6 +104,9 @@ void add_enroll_command(CLI::App& app);
 /// `dcalign comm`: paper 001's communication model (bytes, break-even rounds, transfer times).
 void add_comm_command(CLI::App& app);
 
+/// `dcalign options`: the option schema as a Markdown reference or JSON.
+void add_options_command(CLI::App& app);
+
 /// `dcalign align-ragged`: users with different latent dimensions (imakura, kawakami).
 void add_ragged_command(CLI::App& app);
 

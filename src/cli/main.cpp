@@ -2,6 +2,7 @@
 //   dcalign align --method odc --anchors A.npy --out G.npy [--report r.json] ...
 //   dcalign demo
 //   dcalign comm [--users 100 --participation 0.1 ...] [--json FILE]
+//   dcalign options [--format markdown|json]
 //   dcalign experiment FILE   (runs dcalign-experiment, see extra_commands.cpp)
 //   dcalign client ...        (runs dcalign-client, likewise)
 // Errors print one line "dcalign: error: ..." and exit with status 1 (2 for usage errors).
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   dcalign::cli::add_enroll_command(app);
   dcalign::cli::add_ragged_command(app);
   dcalign::cli::add_comm_command(app);
+  dcalign::cli::add_options_command(app);
   dcalign::cli::add_extra_commands(app);
   return dcalign::cli::run_app(app, argc, argv);
 }

@@ -83,7 +83,7 @@ std::vector<OptionInfo> make_schema() {
                           "the top singular vectors' algorithm (gram falls back to exact when "
                           "sigma_1 / sigma_l > 100)")
                   .for_methods(svd)
-                  .when("unless GOPP starts from ODC (gopp_init = odc)")
+                  .when("unless gopp_init = odc")
                   .keys("", "svd", "svd.algorithm")
                   .store([](AlignRequest& r, const OptionValue& v) {
                     r.align.svd.algorithm = parse_svd_algorithm(std::get<std::string>(v));
