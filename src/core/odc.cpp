@@ -126,24 +126,6 @@ bool host_rotation_behind_products(const Context<T>& ctx) {
          ctx.team.solo() && ctx.dim() < haar_on_backend_from && ctx.G.contiguous();
 }
 
-template <typename T>
-void procrustes_to_target(Context<T>& ctx, MatrixView<const T> Z, const std::string& what) {
-  const index_t l = ctx.dim(), c = ctx.users();
-  ctx.products = ctx.p.allocate(c * l * l);
-  finish_procrustes(ctx, Z, procrustes_step(ctx, Z, ctx.products.data()), what);
-}
-
-template <typename T>
-void finish_procrustes(Context<T>& ctx, MatrixView<const T> Z, const PolarInfo<T>& info,
-                       const std::string& what) {
-  ctx.timer.lap("procrustes");
-  const std::vector<double> ratio = decide_ranks<T>(
-      ctx, info, [&] { return Z; }, ctx.products.data(), what, true);
-  if (ctx.report.promoted_users > 0) ctx.timer.lap("promote");
-  ctx.report.min_rank_ratio = *std::min_element(ratio.begin(), ratio.end());
-  ctx.report.iterations = info.max_iterations;
-}
-
 template void run_odc<float>(Context<float>&, MatrixView<float>);
 template void run_odc<double>(Context<double>&, MatrixView<double>);
 template Buffer<float> haar_rotation_on_backend<float>(Primitives<float>&, std::uint64_t, index_t);
@@ -158,9 +140,5 @@ template void products_rotation_last<double>(Primitives<double>&, StackView<cons
                                              double*);
 template bool host_rotation_behind_products<float>(const Context<float>&);
 template bool host_rotation_behind_products<double>(const Context<double>&);
-template void procrustes_to_target<float>(Context<float>&, MatrixView<const float>,
-                                          const std::string&);
-template void procrustes_to_target<double>(Context<double>&, MatrixView<const double>,
-                                           const std::string&);
 
 }  // namespace dcalign::core
