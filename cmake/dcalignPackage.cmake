@@ -3,7 +3,7 @@
 #   P/lib/libdcalign*.a (or .so)     the libraries
 #   P/bin/dcalign, dcalign-experiment, dcalign-client, dcalign-mpi (those built)
 #   P/lib/cmake/dcalign/             dcalignConfig.cmake, its version file and the exported targets
-# so that another project writes find_package(dcalign 0.2 CONFIG REQUIRED [COMPONENTS ...]).
+# so that another project writes find_package(dcalign 0.3 CONFIG REQUIRED [COMPONENTS ...]).
 # The build tree is a package too: dcalign_DIR=BUILD.
 #
 # Components, one export set each, so that a project that only aligns needs none of LibTorch,
@@ -79,7 +79,7 @@ configure_package_config_file(
   INSTALL_DESTINATION ${DCALIGN_INSTALL_CMAKEDIR} NO_SET_AND_CHECK_MACRO)
 # dcalign is 0.x: under semantic versioning a minor release may change the API, so a request
 # for 0.2 accepts 0.2.z only (SameMinorVersion). SameMajorVersion would let a 0.3 that dropped
-# a function satisfy find_package(dcalign 0.2); AnyNewerVersion would also accept 1.x. From 1.0
+# a function satisfy find_package(dcalign 0.3); AnyNewerVersion would also accept 1.x. From 1.0
 # on, SameMajorVersion is the right policy.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/dcalignConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)

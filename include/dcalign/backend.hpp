@@ -25,8 +25,8 @@ Device parse_device(const std::string& name);
 /// symmetric rank-k update and a partial symmetric eigensolver instead of a bidiagonalisation
 /// of W. Its error bound exceeds the exact SVD's by at most sigma_1 / sigma_k, so it falls back
 /// to the exact SVD when that ratio exceeds 100 (src/core/spectral.cpp). The primitive
-/// svd_topk implements exact and randomized; the gram path is written once on syrk and
-/// syev_largest (core::topk_svd).
+/// svd_topk is the exact SVD; the randomized range finder (on gemm, qr_batched and svd_topk)
+/// and the gram path (on syrk and syev_largest) are written once in core::topk_svd.
 enum class SvdAlgorithm { exact, randomized, gram };
 std::string to_string(SvdAlgorithm a);
 SvdAlgorithm parse_svd_algorithm(const std::string& name);
@@ -170,10 +170,11 @@ class Primitives {
   /// Thin QR of each a x l matrix: A_k is overwritten by Q_k, R_k (l x l) written to R.
   /// Returns per matrix min_j |R_jj| / max_j |R_jj| (0 for an exactly singular R).
   virtual std::vector<T> qr_batched(StackView<T> A, StackView<T> R) = 0;
-  /// Top-k singular triplets of W (m x n, k <= min(m, n)). U (m x k) and V (n x k) may be
-  /// empty views when not wanted; s receives k values on the host, in decreasing order.
-  virtual void svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
-                        MatrixView<T> U, MatrixView<T> V) = 0;
+  /// Top-k singular triplets of W (m x n, k <= min(m, n)) by the exact SVD. U (m x k) and V
+  /// (n x k) may be empty views when not wanted; s receives k values on the host, in
+  /// decreasing order. (The randomized and Gram routes are core::topk_svd's.)
+  virtual void svd_topk(MatrixView<const T> W, index_t k, T* s, MatrixView<T> U,
+                        MatrixView<T> V) = 0;
   /// Least squares G_k = A_k^+ Z for every k (A_k a x l, Z a x l), through the SVD of A_k.
   /// Returns the singular value ratio min/max of every A_k, for rank decisions.
   virtual std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,

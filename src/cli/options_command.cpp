@@ -9,12 +9,12 @@ namespace dcalign::cli {
 
 void add_options_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "options", "Print every alignment option: its name at each entry point, values, default "
-                 "and the methods that use it");
+      "options",
+      "Print every alignment option: its name at each entry point, values, default "
+      "and the methods that use it");
   static std::string format = "markdown";
   add_choice(cmd, "--format", format, "markdown | json", [](const std::string& v) {
-    if (v != "markdown" && v != "json")
-      throw InvalidInput("expected one of: markdown, json");
+    if (v != "markdown" && v != "json") throw InvalidInput("expected one of: markdown, json");
   });
   cmd->callback([] {
     std::cout << (format == "json" ? option_schema_json() : option_reference_markdown());

@@ -135,6 +135,45 @@ void gram_of(Primitives<T>& p, MatrixView<const T> W, MatrixView<T> K) {
   p.syrk(W.cols() <= W.rows() ? Op::trans : Op::none, T(1), W, T(0), K);
 }
 
+// Randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4), written once on the
+// backend primitives: Y = W Omega with a Gaussian Omega (n x width, from dcalign::Rng with the
+// options' seed, the same draw on every backend), then q power iterations Y = W (W^T Q), each
+// step re-orthonormalised (qr_batched on one matrix) for stability; B = Q^T W (width x n) and its
+// exact SVD B = Ub S V^T give W ~ (Q Ub) S V^T.
+template <typename T>
+void randomized_topk(Primitives<T>& p, MatrixView<const T> W, index_t k, index_t width,
+                     const SvdOptions& opts, T* s, MatrixView<T> U, MatrixView<T> V) {
+  const index_t m = W.rows(), n = W.cols();
+  Rng rng(opts.seed);
+  const Matrix<T> omega = random_normal<T>(n, width, rng);
+  Buffer<T> om = p.allocate(n * width), q = p.allocate(m * width), z = p.allocate(n * width),
+            r = p.allocate(width * width), b = p.allocate(width * n), ub;
+  p.to_device(omega.data(), om.data(), n * width);
+  MatrixView<T> Q(q.data(), m, width), Z(z.data(), n, width);
+  const auto orthonormalise = [&](MatrixView<T> Y) {
+    (void)p.qr_batched(StackView<T>(Y.data(), 1, Y.rows(), width, Y.rows(), Y.rows() * width),
+                       StackView<T>(r.data(), 1, width, width));
+  };
+  p.gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(om.data(), n, width), T(0), Q);
+  orthonormalise(Q);
+  for (int it = 0; it < opts.power_iterations; ++it) {
+    p.gemm(Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0), Z);
+    orthonormalise(Z);
+    p.gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(Z), T(0), Q);
+    orthonormalise(Q);
+  }
+  MatrixView<T> B(b.data(), width, n);
+  p.gemm(Op::trans, Op::none, T(1), MatrixView<const T>(Q), W, T(0), B);
+  MatrixView<T> Ub;
+  if (U.data()) {
+    ub = p.allocate(width * k);
+    Ub = MatrixView<T>(ub.data(), width, k);
+  }
+  p.svd_topk(MatrixView<const T>(B), k, s, Ub, V);
+  if (U.data())
+    p.gemm(Op::none, Op::none, T(1), MatrixView<const T>(Q), MatrixView<const T>(Ub), T(0), U);
+}
+
 template <typename T>
 SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
                  MatrixView<T> U, MatrixView<T> V, MatrixView<const T> gram) {
@@ -147,7 +186,14 @@ SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOp
       canonical_signs(p, V, MatrixView<T>());
   };
   if (opts.algorithm != SvdAlgorithm::gram) {
-    p.svd_topk(W, k, opts, s, U, V);
+    // The randomized route decomposes a sketch of `width` columns; one as wide as W is the
+    // exact SVD.
+    const index_t full = std::min(W.rows(), W.cols());
+    const index_t width = std::min<index_t>(full, k + std::max<index_t>(opts.oversampling, 0));
+    if (opts.algorithm == SvdAlgorithm::randomized && width < full)
+      randomized_topk(p, W, k, width, opts, s, U, V);
+    else
+      p.svd_topk(W, k, s, U, V);
     fix_signs();
     SvdPath path;
     path.algorithm = opts.algorithm;
@@ -162,9 +208,7 @@ SvdPath topk_svd(Primitives<T>& p, MatrixView<const T> W, index_t k, const SvdOp
   }
   SvdPath path = gram_topk(p, W, gram, k, s, U, V);
   if (path.algorithm != SvdAlgorithm::gram) {
-    SvdOptions exact = opts;  // gram_topk wrote nothing: the exact SVD, recorded as the fallback
-    exact.algorithm = SvdAlgorithm::exact;
-    p.svd_topk(W, k, exact, s, U, V);
+    p.svd_topk(W, k, s, U, V);  // gram_topk wrote nothing: the exact SVD, as the fallback
     path.gram_fallback = true;
   }
   fix_signs();

@@ -74,18 +74,6 @@ void copy_in(MatrixView<const T> src, T* dst) {
     std::memcpy(dst + j * src.rows(), src.data() + j * src.ld(), sizeof(T) * src.rows());
 }
 
-// Orthonormal basis of the columns of Y (m x s, s <= m), overwriting Y.
-template <typename T>
-void orthonormalise(std::vector<T>& y, lapack_int m, lapack_int s) {
-  std::vector<T> tau(s), work(qr_lwork<T>(m, s));
-  check_info(
-      geqrf(m, s, y.data(), m, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
-      "geqrf");
-  check_info(
-      orgqr(m, s, s, y.data(), m, tau.data(), work.data(), static_cast<lapack_int>(work.size())),
-      "orgqr");
-}
-
 }  // namespace
 
 template <typename T>
@@ -332,7 +320,9 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
   const lapack_int a = li(A.rows()), l = li(A.cols());
   std::vector<T> ratio(static_cast<size_t>(count), T(0));
   ParallelErrors errors("qr_batched");
-  BlasThreads one(1);
+  // One BLAS thread per matrix of a team; a single matrix (the randomized SVD's sketch) keeps
+  // the BLAS's threads.
+  BlasThreads one(count == 1 ? openblas_get_num_threads() : 1);
   const double item = 4.0 * double(a) * double(l) * double(l);
   const int nt = team(double(count) * item), chunk = dynamic_chunk(item);
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -366,54 +356,21 @@ std::vector<T> CpuPrimitives<T>::qr_batched(StackView<T> A, StackView<T> R) {
 }
 
 template <typename T>
-void CpuPrimitives<T>::svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
-                                MatrixView<T> U, MatrixView<T> V) {
+void CpuPrimitives<T>::svd_topk(MatrixView<const T> W, index_t k, T* s, MatrixView<T> U,
+                                MatrixView<T> V) {
   const lapack_int m = li(W.rows()), n = li(W.cols());
   const lapack_int p = std::min(m, n);
   if (k < 1 || k > p) throw InvalidInput("svd_topk: k out of range (internal error)");
   const bool want_u = U.data() != nullptr, want_v = V.data() != nullptr;
-  lapack_int width = p;  // columns of the subspace that is decomposed exactly
-  if (opts.algorithm == SvdAlgorithm::randomized)
-    width =
-        static_cast<lapack_int>(std::min<index_t>(p, k + std::max<index_t>(opts.oversampling, 0)));
-  if (opts.algorithm == SvdAlgorithm::exact || width >= p) {
-    SvdWorkspace<T> ws(m, n);
-    copy_in(W, ws.a.data());
-    ws.run();
-    for (index_t j = 0; j < k; ++j) {
-      s[j] = ws.s[j];
-      if (want_u) std::memcpy(&U(0, j), ws.u.data() + j * m, sizeof(T) * m);
-      if (want_v)
-        for (lapack_int i = 0; i < n; ++i) V(i, j) = ws.vt[j + static_cast<size_t>(i) * p];
-    }
-    return;
-  }
-  // Randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4): Y = W Omega, then q
-  // power iterations Y = W (W^T Q), each followed by re-orthonormalisation for stability.
-  Rng rng(opts.seed);
-  const Matrix<T> omega = random_normal<T>(n, width, rng);
-  std::vector<T> q(static_cast<size_t>(m) * width), z(static_cast<size_t>(n) * width);
-  MatrixView<T> Q(q.data(), m, width), Z(z.data(), n, width);
-  gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(omega.data(), n, width), T(0), Q);
-  orthonormalise(q, m, width);
-  for (int it = 0; it < opts.power_iterations; ++it) {
-    gemm(Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0), Z);
-    orthonormalise(z, n, width);
-    gemm(Op::none, Op::none, T(1), W, MatrixView<const T>(Z), T(0), Q);
-    orthonormalise(q, m, width);
-  }
-  // B = Q^T W (width x n); its SVD B = Ub S Vt gives W ~ (Q Ub) S Vt.
-  SvdWorkspace<T> ws(width, n);
-  gemm(Op::trans, Op::none, T(1), MatrixView<const T>(Q), W, T(0),
-       MatrixView<T>(ws.a.data(), width, n));
+  SvdWorkspace<T> ws(m, n);
+  copy_in(W, ws.a.data());
   ws.run();
-  for (index_t j = 0; j < k; ++j) s[j] = ws.s[j];
-  if (want_u)
-    gemm(Op::none, Op::none, T(1), MatrixView<const T>(Q),
-         MatrixView<const T>(ws.u.data(), width, k, width), T(0), U);
-  if (want_v)
-    for (index_t j = 0; j < k; ++j)
-      for (lapack_int i = 0; i < n; ++i) V(i, j) = ws.vt[j + static_cast<size_t>(i) * width];
+  for (index_t j = 0; j < k; ++j) {
+    s[j] = ws.s[j];
+    if (want_u) std::memcpy(&U(0, j), ws.u.data() + j * m, sizeof(T) * m);
+    if (want_v)
+      for (lapack_int i = 0; i < n; ++i) V(i, j) = ws.vt[j + static_cast<size_t>(i) * p];
+  }
 }
 
 template <typename T>

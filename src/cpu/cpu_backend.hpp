@@ -37,8 +37,7 @@ class CpuPrimitives final : public Primitives<T> {
 
   PolarInfo<T> polar_batched(StackView<const T> M, bool transposed, StackView<T> G) override;
   std::vector<T> qr_batched(StackView<T> A, StackView<T> R) override;
-  void svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s, MatrixView<T> U,
-                MatrixView<T> V) override;
+  void svd_topk(MatrixView<const T> W, index_t k, T* s, MatrixView<T> U, MatrixView<T> V) override;
   std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
                                StackView<T> G) override;
   void syev_largest(MatrixView<T> S, index_t k, T* evals, MatrixView<T> V) override;

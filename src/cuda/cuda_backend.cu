@@ -64,9 +64,8 @@ class CudaPrimitives final : public Primitives<T> {
   std::vector<T> qr_batched(StackView<T> A, StackView<T> R) override {
     return ops::qr_batched(use(), A, R);
   }
-  void svd_topk(MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s, MatrixView<T> U,
-                MatrixView<T> V) override {
-    ops::svd_topk(use(), W, k, opts, s, U, V);
+  void svd_topk(MatrixView<const T> W, index_t k, T* s, MatrixView<T> U, MatrixView<T> V) override {
+    ops::svd_topk(use(), W, k, s, U, V);
   }
   std::vector<T> lstsq_batched(StackView<const T> A, MatrixView<const T> Z,
                                StackView<T> G) override {

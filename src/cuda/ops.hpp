@@ -69,8 +69,8 @@ PolarInfo<T> polar_batched(Context& ctx, StackView<const T> M, bool transposed, 
 template <typename T>
 std::vector<T> qr_batched(Context& ctx, StackView<T> A, StackView<T> R);
 template <typename T>
-void svd_topk(Context& ctx, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
-              MatrixView<T> U, MatrixView<T> V);
+void svd_topk(Context& ctx, MatrixView<const T> W, index_t k, T* s, MatrixView<T> U,
+              MatrixView<T> V);
 template <typename T>
 std::vector<T> lstsq_batched(Context& ctx, StackView<const T> A, MatrixView<const T> Z,
                              StackView<T> G);

@@ -43,25 +43,6 @@ int gesvd_lwork(Context& ctx, int m, int n) {
   return std::max(lwork, 1);
 }
 
-// Replaces the contiguous m x s matrix Y (m >= s) by an orthonormal basis of its columns
-// (Householder QR, explicit Q), as the CPU backend's randomized SVD does.
-template <typename T>
-void orthonormalise(Context& ctx, T* Y, int m, int s) {
-  int lq = 0, lo = 0;
-  DCALIGN_CUDA(lib::geqrf_buffer_size(ctx.solver(), m, s, Y, m, &lq));
-  DCALIGN_CUDA(lib::orgqr_buffer_size(ctx.solver(), m, s, s, Y, m, Y, &lo));
-  const int lwork = std::max({lq, lo, 1});
-  Layout layout;
-  const size_t tau_at = layout.add<T>(s), info_at = layout.add<int>(1),
-               work_at = layout.add<T>(lwork);
-  void* base = ctx.workspace(Context::kSolver, layout.bytes());
-  T* tau = Layout::at<T>(base, tau_at);
-  T* work = Layout::at<T>(base, work_at);
-  int* info = Layout::at<int>(base, info_at);
-  DCALIGN_CUDA(lib::geqrf(ctx.solver(), m, s, Y, m, tau, work, lwork, info));
-  DCALIGN_CUDA(lib::orgqr(ctx.solver(), m, s, s, Y, m, tau, work, lwork, info));
-}
-
 // The SVD path of polar_batched for the matrices `which`, one cuSOLVER gesvd (QR iteration,
 // always converges in practice) per matrix: s_all[k*l ..] and info_all[k] (device) receive the
 // singular values and status, G_k the polar factor.
@@ -138,61 +119,6 @@ void exact_topk(Context& ctx, MatrixView<const T> W, index_t k, T* s, MatrixView
   if (want_right)
     kernels::transpose_matrices(ctx.stream(), 1, k, cols, VTr, cols, 0, right.data(), right.ld(),
                                 0);
-  int host_info = 0;
-  download(ctx, info, &host_info, 1);
-  check_info(host_info, "gesvd");
-  download(ctx, static_cast<const T*>(S), s, k);
-}
-
-// Randomized range finder (Halko, Martinsson & Tropp 2011, Alg. 4.4) with the CPU backend's
-// sketch: the same Gaussian Omega from dcalign::Rng, drawn on the host and uploaded.
-template <typename T>
-void randomized_topk(Context& ctx, MatrixView<const T> W, index_t k, index_t width,
-                     const SvdOptions& opts, T* s, MatrixView<T> U, MatrixView<T> V) {
-  const bool want_u = U.data() != nullptr, want_v = V.data() != nullptr;
-  const index_t m = W.rows(), n = W.cols();
-  std::vector<T> omega(static_cast<size_t>(n * width));
-  Rng rng(opts.seed);
-  for (auto& v : omega) v = static_cast<T>(rng.normal());
-  Layout scratch;
-  const size_t omega_at = scratch.add<T>(n * width), q_at = scratch.add<T>(m * width),
-               z_at = scratch.add<T>(n * width), bt_at = scratch.add<T>(n * width),
-               s_at = scratch.add<T>(width), ut_at = scratch.add<T>(n * width),
-               vtt_at = scratch.add<T>(width * width), rwork_at = scratch.add<T>(width),
-               info_at = scratch.add<int>(1);
-  void* sbase = ctx.workspace(Context::kScratch, scratch.bytes());
-  T* om = Layout::at<T>(sbase, omega_at);
-  T* q = Layout::at<T>(sbase, q_at);
-  T* z = Layout::at<T>(sbase, z_at);
-  T* bt = Layout::at<T>(sbase, bt_at);
-  T* S = Layout::at<T>(sbase, s_at);
-  T* ut = Layout::at<T>(sbase, ut_at);
-  T* vtt = Layout::at<T>(sbase, vtt_at);
-  T* rwork = Layout::at<T>(sbase, rwork_at);
-  int* info = Layout::at<int>(sbase, info_at);
-  to_device(ctx, omega.data(), om, n * width);
-  MatrixView<T> Q(q, m, width), Z(z, n, width);
-  const int wm = to_int(m, "rows"), wn = to_int(n, "columns"), ws = to_int(width, "sketch width");
-  gemm(ctx, Op::none, Op::none, T(1), W, MatrixView<const T>(om, n, width), T(0), Q);
-  orthonormalise(ctx, q, wm, ws);
-  for (int it = 0; it < opts.power_iterations; ++it) {
-    gemm(ctx, Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0), Z);
-    orthonormalise(ctx, z, wn, ws);
-    gemm(ctx, Op::none, Op::none, T(1), W, MatrixView<const T>(Z), T(0), Q);
-    orthonormalise(ctx, q, wm, ws);
-  }
-  // B = Q^T W (width x n) is wide; decompose B^T = W^T Q = Ut S VtT, so B = VtT^T S Ut^T:
-  // W ~ (Q VtT^T) S Ut^T.
-  gemm(ctx, Op::trans, Op::none, T(1), W, MatrixView<const T>(Q), T(0),
-       MatrixView<T>(bt, n, width));
-  const int lwork = gesvd_lwork<T>(ctx, wn, ws);
-  T* work = static_cast<T*>(ctx.workspace(Context::kSolver, sizeof(T) * lwork));
-  DCALIGN_CUDA(lib::gesvd(ctx.solver(), want_v ? 'S' : 'N', want_u ? 'S' : 'N', wn, ws, bt, wn, S,
-                          ut, wn, vtt, ws, work, lwork, rwork, info));
-  if (want_u)  // U = Q (VtT(0:k, :))^T
-    gemm(ctx, Op::none, Op::trans, T(1), MatrixView<const T>(Q),
-         MatrixView<const T>(vtt, k, width, width), T(0), U);
-  if (want_v) kernels::copy_matrices(ctx.stream(), 1, n, k, ut, n, 0, V.data(), V.ld(), 0);
   int host_info = 0;
   download(ctx, info, &host_info, 1);
   check_info(host_info, "gesvd");
@@ -391,20 +317,14 @@ std::vector<T> qr_batched(Context& ctx, StackView<T> A, StackView<T> R) {
 }
 
 template <typename T>
-void svd_topk(Context& ctx, MatrixView<const T> W, index_t k, const SvdOptions& opts, T* s,
-              MatrixView<T> U, MatrixView<T> V) {
+void svd_topk(Context& ctx, MatrixView<const T> W, index_t k, T* s, MatrixView<T> U,
+              MatrixView<T> V) {
   const index_t m = W.rows(), n = W.cols(), p = std::min(m, n);
   if (k < 1 || k > p) throw InvalidInput("svd_topk: k out of range (internal error)");
   if ((U.data() && (U.rows() != m || U.cols() != k)) ||
       (V.data() && (V.rows() != n || V.cols() != k)))
     throw InvalidInput("svd_topk: U or V has the wrong shape (internal error)");
-  index_t width = p;
-  if (opts.algorithm == SvdAlgorithm::randomized)
-    width = std::min<index_t>(p, k + std::max<index_t>(opts.oversampling, 0));
-  if (opts.algorithm == SvdAlgorithm::exact || width >= p)
-    exact_topk(ctx, W, k, s, U, V);
-  else
-    randomized_topk(ctx, W, k, width, opts, s, U, V);
+  exact_topk(ctx, W, k, s, U, V);
 }
 
 template <typename T>
@@ -561,8 +481,8 @@ void sygv_smallest(Context& ctx, MatrixView<T> S, MatrixView<T> B, index_t k, T*
 #define DCALIGN_INSTANTIATE_SOLVER_OPS(T)                                                     \
   template PolarInfo<T> polar_batched<T>(Context&, StackView<const T>, bool, StackView<T>);   \
   template std::vector<T> qr_batched<T>(Context&, StackView<T>, StackView<T>);                \
-  template void svd_topk<T>(Context&, MatrixView<const T>, index_t, const SvdOptions&, T*,    \
-                            MatrixView<T>, MatrixView<T>);                                    \
+  template void svd_topk<T>(Context&, MatrixView<const T>, index_t, T*, MatrixView<T>,        \
+                            MatrixView<T>);                                                   \
   template std::vector<T> lstsq_batched<T>(Context&, StackView<const T>, MatrixView<const T>, \
                                            StackView<T>);                                     \
   template void syev_largest<T>(Context&, MatrixView<T>, index_t, T*, MatrixView<T>);         \

@@ -140,8 +140,7 @@ TYPED_TEST(Spectral, GramRouteFallsBackToTheExactSvdWhenIllConditioned) {
   EXPECT_TRUE(path.gram_fallback);
   EXPECT_NE(path.describe().find("gram fallback"), std::string::npos) << path.describe();
   EXPECT_GT(path.ratio, 100.0);
-  o.algorithm = SvdAlgorithm::exact;
-  p.svd_topk(W.view(), k, o, se.data(), Ue.view(), MatrixView<T>());
+  p.svd_topk(W.view(), k, se.data(), Ue.view(), MatrixView<T>());
   core::canonical_signs(p, Ue.view(), MatrixView<T>());  // topk_svd's sign convention
   EXPECT_EQ(s, se);
   EXPECT_EQ(to_double(U.view()).data()[0], to_double(Ue.view()).data()[0]);
@@ -230,13 +229,11 @@ TEST(GoppGramForm, ObjectiveHistoryMatchesADirectAlternation) {
   auto& p = backend->f64();
   Matrix<double> Z(a, l);
   std::vector<double> s(static_cast<size_t>(l));
-  SvdOptions exact;
-  exact.algorithm = SvdAlgorithm::exact;
   Matrix<double> W(a, c * l);
   for (index_t i = 0; i < c; ++i)
     for (index_t j = 0; j < l; ++j)
       for (index_t r = 0; r < a; ++r) W(r, i * l + j) = anchors(i, r, j);
-  p.svd_topk(W.view(), l, exact, s.data(), Z.view(), MatrixView<double>());
+  p.svd_topk(W.view(), l, s.data(), Z.view(), MatrixView<double>());
   for (int it = 0; it < 6; ++it) {
     Stack<double> M(c, l, l), G(c, l, l);
     for (index_t i = 0; i < c; ++i) {

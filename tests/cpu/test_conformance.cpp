@@ -117,8 +117,8 @@ TYPED_TEST(CpuParallelErrors, SvdTopkRejectsInfInsteadOfHanging) {
   const index_t m = 8, n = 5;
   std::vector<T> W(static_cast<size_t>(m * n), T(1)), s(2);
   W[7] = std::numeric_limits<T>::infinity();
-  EXPECT_THROW(this->p().svd_topk(MatrixView<const T>(W.data(), m, n), 2, SvdOptions{}, s.data(),
-                                  MatrixView<T>(), MatrixView<T>()),
+  EXPECT_THROW(this->p().svd_topk(MatrixView<const T>(W.data(), m, n), 2, s.data(), MatrixView<T>(),
+                                  MatrixView<T>()),
                NumericalError);
 }
 

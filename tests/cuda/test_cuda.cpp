@@ -458,8 +458,9 @@ TYPED_TEST(CudaVsCpu, SvdTopkExactRandomizedAndGram) {
     const auto W = low_rank_plus_noise<T>(sh.m, sh.n, sh.k, 90 + sh.m);
     Buffer<T> dW = this->up(W);
     const MatrixView<const T> hW(W.data(), sh.m, sh.n), gW(dW.data(), sh.m, sh.n);
-    // Through core::topk_svd, which runs the primitive svd_topk for exact and randomized and
-    // the Gram route (syrk, syev_largest, gemm, qr_batched) for gram.
+    // Through core::topk_svd, which runs the primitive svd_topk for exact, the range finder
+    // (gemm, qr_batched, svd_topk) for randomized and the Gram route (syrk, syev_largest, gemm,
+    // qr_batched) for gram.
     for (SvdAlgorithm alg : {SvdAlgorithm::exact, SvdAlgorithm::randomized, SvdAlgorithm::gram}) {
       SCOPED_TRACE(to_string(alg));
       SvdOptions opts;
