@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dcalign/detail/polar_iteration.hpp"
 #include "dcalign/matrix.hpp"
 
 namespace dcalign {
@@ -108,8 +109,10 @@ struct PolarInfo {
 };
 
 /// Unless a primitive says otherwise, the stacks it takes are contiguous (StackView::contiguous).
+/// The batched polar iteration's kernel contract, which only backends implement and only
+/// src/core/polar.cpp calls, is detail::PolarIterationPrimitives (dcalign/detail/).
 template <typename T>
-class Primitives {
+class Primitives : public detail::PolarIterationPrimitives<T> {
  public:
   virtual ~Primitives() = default;
   virtual Device device() const = 0;
@@ -191,54 +194,6 @@ class Primitives {
   virtual void sygv_smallest(MatrixView<T> S, MatrixView<T> B, index_t k, T* evals,
                              MatrixView<T> V) = 0;
 
-  // ---- the batched polar iteration (src/core/polar.cpp). Per matrix, `state` holds
-  // polar::kStateSize values in backend memory, read and written only through the
-  // __host__ __device__ functions of src/base/polar_scalar.hpp, so every backend runs the same
-  // decisions. X, Y are contiguous stacks of square matrices.
-  /// X_k = M_k / ||M_k||_F (M_k^T / ||M_k||_F when `transposed`), state_k =
-  /// polar::start(||M_k||_F^2, stop_below): with stop_below > 0 the first Newton step stops
-  /// every matrix whose condition estimate gives 1 / kappa <= stop_below (polar::kDoubtful).
-  /// M may be strided (e.g. the row blocks of W^T Z).
-  virtual void polar_start(StackView<const T> M, bool transposed, StackView<T> X, T* state,
-                           double stop_below) = 0;
-  /// Y_k = X_k^{-1} (LU with partial pivoting) for every k that polar::active(state_k) calls
-  /// active (a backend may also invert the others; their Y_k is ignored). An exactly singular
-  /// X_k (zero pivot) gets polar::mark_singular.
-  virtual void inverse_batched(StackView<const T> X, StackView<T> Y, T* state) = 0;
-  /// One scaled Newton step on every active k: zeta = polar::newton_zeta(state_k,
-  /// ||X_k||_F^2, ||Y_k||_F^2, iteration); if zeta > 0, X_k <- (zeta X_k + Y_k^T / zeta) / 2 and
-  /// polar::newton_after(state_k, ||X_new - X_k||_F^2, ||X_new||_F^2, tolerance). Sums of
-  /// squares accumulate in double. Returns the number of matrices still active afterwards
-  /// (the iteration's only read back to the host).
-  virtual index_t polar_newton_step(StackView<T> X, StackView<const T> Y, T* state, int iteration,
-                                    double tolerance) = 0;
-  /// The whole iteration after polar_start: up to max_steps times, Y = inverse_batched(X) and
-  /// polar_newton_step with iterations 0, 1, ...; stops early when no matrix is active and
-  /// returns how many still are. The default composes the two primitives (one host read per
-  /// step); a backend may fuse them, e.g. the CPU runs every matrix's steps while it is in
-  /// cache. Y is workspace.
-  virtual index_t polar_newton_steps(StackView<T> X, StackView<T> Y, T* state, int max_steps,
-                                     double tolerance) {
-    index_t active = X.count();
-    for (int it = 0; it < max_steps && active > 0; ++it) {
-      inverse_batched(StackView<const T>(X), Y, state);
-      active = polar_newton_step(X, StackView<const T>(Y), state, it, tolerance);
-    }
-    return active;
-  }
-  /// Optional: the Newton phase of polar_newton_steps and then, on every matrix, the
-  /// Newton-Schulz polish X <- X + X (I - X^T X) / 2 for polar::polish_steps(state_k) steps
-  /// (src/base/polar_block.hpp), the result in G (contiguous, the shape of X); X is left
-  /// undefined. No read back to the host: the caller reads the states once afterwards. Returns
-  /// false, having done nothing, where the backend has no such fused form (the default); the
-  /// caller then runs polar_newton_steps and its own batched polish, which takes the batch's
-  /// largest count of steps for every matrix (an extra step on a converged matrix moves it by
-  /// rounding only).
-  virtual bool polar_newton_polish(StackView<T> X, StackView<T> G, T* state, int max_steps,
-                                   double tolerance) {
-    (void)X, (void)G, (void)state, (void)max_steps, (void)tolerance;
-    return false;
-  }
   /// C_k <- C_k + alpha I for every square C_k (C may be strided).
   virtual void add_identity_batched(T alpha, StackView<T> C) = 0;
 
@@ -282,12 +237,9 @@ struct BackendOptions {
   /// outlive the backend and its buffers. nullptr (default): dcalign's own non-blocking stream
   /// of the device; the legacy default stream is adopted as cudaStreamLegacy.
   void* cuda_stream = nullptr;
-  /// CUDA: the order n from which the polar iteration's batched inverses factor each matrix
-  /// with cuSOLVER's blocked getrf + getrs (B = I), one matrix after another on the backend's
-  /// stream, instead of cuBLAS's getrfBatched + getriBatched, which ran at about 1 TFLOP/s on
-  /// 50 matrices of order 950 (H200, fc9dbb1). 0 (default): never, until a GPU run measures
-  /// the crossing (bench/gpu_probe's inverse case times both; gpu_bench --inverse-per-matrix-from
-  /// runs whole alignments with it). Orders up to 32 keep cuBLAS's one-kernel matinvBatched.
+  /// CUDA: the order n from which the polar iteration's batched inverses factor each matrix on
+  /// its own (cuSOLVER getrf + getrs) instead of in one batched call; 0 (default): never. A
+  /// tuning knob; its measurements are noted in src/cuda/context.cu.
   index_t cuda_inverse_per_matrix_from = 0;
 };
 

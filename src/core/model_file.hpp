@@ -1,8 +1,8 @@
 #pragma once
-// The model directory (include/dcalign/aligner.hpp): model.json and target.npy. Aligner's save
-// and load, read_model_info and check_model_destination are written on these; so is the learning
-// layer's model directory (src/learn/model_io.cpp), which shares the strict reading of model.json,
-// the destination check and the atomic save.
+// The Aligner's model directory (include/dcalign/aligner.hpp): model.json and target.npy.
+// Aligner's save and load, read_model_info and check_model_destination are written on these and
+// on the model-directory helpers of src/io/model_directory.hpp, which the learning layer's model
+// directory (src/learn/model_io.cpp) shares.
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -12,61 +12,31 @@
 #include <vector>
 
 #include "dcalign/aligner.hpp"
-#include "io/staged_outputs.hpp"
+#include "io/model_directory.hpp"
 
 namespace dcalign::model_file {
 
 namespace fs = std::filesystem;
-using Json = nlohmann::ordered_json;
+// The directory helpers are io's (src/io/model_directory.hpp), shared with the learning layer.
+using io::check_destination;
+using io::FilesOf;
+using io::fsync_path;
+using io::Json;
+using io::kJsonFile;
+using io::model_dir;
+using io::publish;
+using io::save_directory;
+using io::sibling;
+using io::version_string;
+using io::write_json;
+using Layout = io::ModelLayout;
+using Reader = io::JsonReader;
 
 constexpr const char* kFormatName = "dcalign-aligner";
-constexpr const char* kJsonFile = "model.json";
 constexpr const char* kTargetFile = "target.npy";
 
-/// A directory format written on these helpers, for the checks and their messages.
-struct Layout {
-  const char* format;  ///< model.json's "format" marker
-  const char* holds;   ///< what such a directory holds, e.g. "model.json and target.npy"
-  const char* others;  ///< its files besides model.json, e.g. "target.npy"
-};
 /// The Aligner's directory.
 extern const Layout kAlignerLayout;
-
-/// The dcalign version that saved models record.
-const char* version_string();
-
-/// Typed access to model.json with errors that name the file and the key (IoError
-/// "model file 'FILE': ...").
-class Reader {
- public:
-  explicit Reader(std::string file) : file_(std::move(file)) {}
-  [[noreturn]] void fail(const std::string& what) const;
-  const Json& at(const Json& obj, const std::string& key, const std::string& where) const;
-  std::string str(const Json& obj, const std::string& key, const std::string& where = "") const;
-  index_t integer(const Json& obj, const std::string& key, index_t min,
-                  const std::string& where = "") const;
-  std::uint64_t u64(const Json& obj, const std::string& key, const std::string& where = "") const;
-  double number(const Json& obj, const std::string& key, const std::string& where = "") const;
-  bool boolean(const Json& obj, const std::string& key, const std::string& where = "") const;
-  /// An enumeration through the library's parser, whose InvalidInput becomes an IoError here.
-  template <typename Parse>
-  auto choice(const Json& obj, const std::string& key, Parse parse,
-              const std::string& where = "") const {
-    const std::string s = str(obj, key, where);
-    try {
-      return parse(s);
-    } catch (const InvalidInput& e) {
-      fail("key '" + where + key + "': " + e.what());
-    }
-  }
-  /// `obj` is an object with exactly `keys` (`what` names it in messages, `hint` follows).
-  void exact_keys(const Json& obj, const std::vector<std::string>& keys, const std::string& what,
-                  const std::string& hint = "") const;
-  const std::string& file() const { return file_; }
-
- private:
-  std::string file_;
-};
 
 /// Everything model.json says, validated.
 struct Parsed {
@@ -87,41 +57,14 @@ struct Saved {
   bool converged;
 };
 
-/// The directory a model name means ("M/" names M).
-fs::path model_dir(const std::string& dir);
-/// model.json of the model `dir`, parsed strictly (bounded size, one JSON object, no key twice),
-/// with its format marker checked.
-Json read_model_json(const std::string& dir, const std::string& file,
-                     const Layout& layout = kAlignerLayout);
+/// model.json of the model `dir`, parsed strictly, with the Aligner's format marker checked.
+inline Json read_model_json(const std::string& dir, const std::string& file,
+                            const Layout& layout = kAlignerLayout) {
+  return io::read_model_json(dir, file, layout);
+}
 /// Everything model.json of `dir` says, validated (IoError naming the file and the key).
 Parsed parse_model(const std::string& dir);
 /// model.json's "options" object: exactly the method's MethodInfo::model_keys.
 Json options_json(const Saved& s);
-
-/// Flushes a file (or, best effort, a directory) to disk (io/staged_outputs.hpp).
-using io::fsync_path;
-/// A name in `parent` that no other save (thread or process) uses.
-fs::path sibling(const fs::path& parent, const fs::path& name, const char* tag);
-/// Moves the complete directory `tmp` to `dest` (io::swap_into_place) and removes the old one.
-void publish(const fs::path& tmp, const fs::path& dest);
-
-/// The files of a saved directory besides model.json, as its model.json names them.
-using FilesOf = std::function<std::vector<std::string>(const Json& model_json)>;
-
-/// Throws IoError unless `dir` may receive a model of `layout`: it does not exist, or it is such
-/// a model already (a directory, not a link, holding model.json with the layout's "format" and
-/// an integer "format_version", and regular files that `files_of` names, nothing else).
-void check_destination(const std::string& dir, const Layout& layout, const FilesOf& files_of);
-
-/// Saves a model directory atomically: checks `dir` (its parent exists; check_destination),
-/// lets `write` fill a new temporary directory beside it, flushes every file and the directory
-/// to disk and publishes it in place of `dir`. Any failure leaves `dir` as it was and throws
-/// IoError naming `dir`; the temporary is removed (and, while it exists, registered with
-/// io::register_temporary for the signal handlers).
-void save_directory(const std::string& dir, const Layout& layout, const FilesOf& files_of,
-                    const std::function<void(const fs::path& tmp)>& write);
-
-/// Writes `j` to `path` (indented, newline-terminated); IoError naming the file on failure.
-void write_json(const fs::path& path, const Json& j);
 
 }  // namespace dcalign::model_file

@@ -65,6 +65,11 @@ Context::Context(int device, const BackendOptions& opts)
       tf32_(opts.allow_tf32),
       inverse_per_matrix_from_(opts.cuda_inverse_per_matrix_from),
       staged_(opts.staged_upload) {
+  // cuda_inverse_per_matrix_from: cuBLAS's getrfBatched + getriBatched ran at about 1 TFLOP/s on
+  // 50 matrices of order 950 (H200), where cuSOLVER's blocked getrf + getrs on one matrix after
+  // another should be faster; the default stays 0 (never) until a GPU run measures the crossing
+  // (bench/gpu_probe's inverse case times both; gpu_bench --inverse-per-matrix-from runs whole
+  // alignments with it). Orders up to 32 keep cuBLAS's one-kernel matinvBatched.
   if (opts.cuda_inverse_per_matrix_from < 0)
     throw InvalidInput("BackendOptions::cuda_inverse_per_matrix_from is " +
                        std::to_string(opts.cuda_inverse_per_matrix_from) +

@@ -1,6 +1,6 @@
 // The saved-model directory of include/dcalign/learn.hpp: model.json (read strictly through the
 // aligner's model.json reader), one .npy file per parameter and the libraries' own files,
-// written atomically through the aligner's save_directory (src/core/model_file.hpp).
+// written atomically through io::save_directory (src/io/model_directory.hpp).
 #include "learn/model_io.hpp"
 
 #include <algorithm>
@@ -22,8 +22,8 @@ using detail::Json;
 namespace {
 
 constexpr const char* kJsonFile = "model.json";
-const model_file::Layout kLayout = {"dcalign-model", "model.json and the parameter files it lists",
-                                    "the parameter files its model.json lists"};
+const io::ModelLayout kLayout = {"dcalign-model", "model.json and the parameter files it lists",
+                                 "the parameter files its model.json lists"};
 const std::vector<std::string> kTopKeys = {"format",         "format_version", "dcalign_version",
                                            "kind",           "num_classes",    "num_features",
                                            "target_scaling", "options",        "fit_info",
@@ -98,13 +98,13 @@ Json fit_info_json(const FitInfo& f) {
 }
 
 // A number, or null for NaN (what number_or_null writes).
-double read_number_or_null(const model_file::Reader& in, const Json& v, const std::string& key) {
+double read_number_or_null(const io::JsonReader& in, const Json& v, const std::string& key) {
   if (v.is_null()) return std::numeric_limits<double>::quiet_NaN();
   if (!v.is_number()) in.fail("key '" + key + "' must be a number or null, found " + v.dump());
   return v.get<double>();
 }
 
-FitInfo read_fit_info(const model_file::Reader& in, const Json& j) {
+FitInfo read_fit_info(const io::JsonReader& in, const Json& j) {
   const std::string w = "fit_info.";
   in.exact_keys(j, kFitInfoKeys, "'fit_info'");
   FitInfo f;
@@ -170,7 +170,7 @@ void read_parameter(const std::string& path, index_t rows, index_t cols, const s
 }
 
 // The "parameters" of model.json: each file read, its header and values checked.
-void read_parameters(const model_file::Reader& in, const Json& list, const fs::path& dir,
+void read_parameters(const io::JsonReader& in, const Json& list, const fs::path& dir,
                      detail::ModelReader& out) {
   if (!list.is_array()) in.fail("key 'parameters' must be a list");
   std::set<std::string> names;
@@ -205,7 +205,7 @@ void read_parameters(const model_file::Reader& in, const Json& list, const fs::p
 }
 
 // The "native_files" of model.json: each file read whole, its size and checksum checked.
-void read_natives(const model_file::Reader& in, const Json& list, const fs::path& dir,
+void read_natives(const io::JsonReader& in, const Json& list, const fs::path& dir,
                   detail::ModelReader& out) {
   if (!list.is_array()) in.fail("key 'native_files' must be a list");
   std::set<std::string> names;
@@ -236,7 +236,7 @@ void read_natives(const model_file::Reader& in, const Json& list, const fs::path
 }
 
 std::unique_ptr<Model> load(const std::string& dir) {
-  const fs::path d = model_file::model_dir(dir);
+  const fs::path d = io::model_dir(dir);
   std::error_code ec;
   if (!fs::is_directory(d, ec))
     throw IoError("cannot load model '" + dir +
@@ -244,13 +244,12 @@ std::unique_ptr<Model> load(const std::string& dir) {
                   " (a model is a directory holding " + kLayout.holds +
                   ", written by Model::save)");
   const std::string file = (d / kJsonFile).string();
-  const model_file::Reader in(file);
-  const Json j = model_file::read_model_json(dir, file, kLayout);
+  const io::JsonReader in(file);
+  const Json j = io::read_model_json(dir, file, kLayout);
   const index_t version = in.integer(j, "format_version", 0);
   if (version != kSaveFormatVersion)
     in.fail("format version " + std::to_string(version) + "; this dcalign (" +
-            model_file::version_string() + ") reads format version " +
-            std::to_string(kSaveFormatVersion));
+            io::version_string() + ") reads format version " + std::to_string(kSaveFormatVersion));
   in.exact_keys(j, kTopKeys, "the top-level object");
   in.str(j, "dcalign_version");
   const std::string kind = in.str(j, "kind");
@@ -301,7 +300,7 @@ void Model::save(const std::string& dir) const {
   Json j;
   j["format"] = kLayout.format;
   j["format_version"] = kSaveFormatVersion;
-  j["dcalign_version"] = model_file::version_string();
+  j["dcalign_version"] = io::version_string();
   j["kind"] = name();
   j["num_classes"] = num_classes_;
   j["num_features"] = num_features_;
@@ -331,8 +330,8 @@ void Model::save(const std::string& dir) const {
                                  {"format", n.format},
                                  {"bytes", n.bytes.size()},
                                  {"fnv1a64", detail::fnv1a64(n.bytes)}});
-  model_file::save_directory(dir, kLayout, listed_files, [&](const fs::path& tmp) {
-    model_file::write_json(tmp / kJsonFile, j);
+  io::save_directory(dir, kLayout, listed_files, [&](const fs::path& tmp) {
+    io::write_json(tmp / kJsonFile, j);
     for (const auto& a : s.arrays) {
       const std::string path = (tmp / (a.name + ".npy")).string();
       a.float32 ? write_npy<float>(path, a.f32.view()) : write_npy<double>(path, a.f64.view());
@@ -358,7 +357,7 @@ std::unique_ptr<Model> load_model(const std::string& dir) {
     throw IoError("cannot load model '" + dir + "': " + e.what());
   } catch (const Json::exception& e) {
     throw IoError("cannot load model '" + dir + "': model file '" +
-                  (model_file::model_dir(dir) / kJsonFile).string() +
+                  (io::model_dir(dir) / kJsonFile).string() +
                   "' holds a value of the wrong type: " + e.what());
   }
 }
@@ -434,7 +433,7 @@ void ModelReader::fail_parameter(const std::string& name, const std::string& wha
   for (size_t i = 0; i < natives.size(); ++i)
     if (natives[i].name == name)
       throw IoError("model file '" + native_files[i] + "': " + what + " (corrupt model)");
-  throw IoError("model file '" + (model_file::model_dir(dir_) / (name + ".npy")).string() +
+  throw IoError("model file '" + (io::model_dir(dir_) / (name + ".npy")).string() +
                 "': parameter '" + name + "' " + what + " (corrupt model)");
 }
 

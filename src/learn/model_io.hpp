@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model_file.hpp"
+#include "io/model_directory.hpp"
 #include "learn/internal.hpp"
 
 namespace dcalign::learn::detail {
@@ -19,7 +19,7 @@ namespace dcalign::learn::detail {
 /// library parses it (not a defence against a deliberately forged one).
 std::string fnv1a64(const std::string& bytes);
 
-using Json = model_file::Json;
+using Json = io::Json;
 
 /// One parameter, written as <name>.npy in its own precision (f32 when float32, else f64).
 struct SavedArray {
@@ -71,7 +71,7 @@ class ModelReader {
   int num_classes() const { return num_classes_; }
   index_t num_features() const { return num_features_; }
   const FitInfo& fit_info() const { return info_; }
-  const model_file::Reader& json() const { return in_; }
+  const io::JsonReader& json() const { return in_; }
   [[noreturn]] void fail(const std::string& what) const { in_.fail(what); }
 
   /// model.json's "options", which must hold exactly `keys`.
@@ -105,7 +105,7 @@ class ModelReader {
  private:
   const SavedArray& array(const std::string& name, bool float32);
   std::string dir_;
-  model_file::Reader in_;
+  io::JsonReader in_;
   int num_classes_;
   index_t num_features_;
   FitInfo info_;
