@@ -131,4 +131,14 @@ std::map<std::string, double> score(const learn::Model& h, const Matrix<double>&
       metrics, y, num_classes, [&] { return h.predict(X); }, [&] { return h.predict_proba(X); });
 }
 
+learn::ModelOptions trial_model_options(const Config& c, std::uint64_t seed) {
+  learn::ModelOptions mo = c.model_options;
+  mo.seed = seed;
+  mo.device = c.device;
+  mo.threads = c.threads;
+  for (const auto& m : c.metrics)
+    if (m == "roc_auc" || m == "pr_auc") mo.svm.probability = true;
+  return mo;
+}
+
 }  // namespace dcalign::experiment

@@ -1,5 +1,6 @@
 #pragma once
 // Pieces the experiment's units share: the method names, stacking, and scoring a model.
+#include <chrono>
 #include <functional>
 #include <map>
 #include <set>
@@ -46,6 +47,9 @@ std::vector<double> concat(const std::vector<std::vector<double>>& parts);
 /// The metrics (accuracy, roc_auc, pr_auc, rmse) of predictions for true labels y. `predict`
 /// gives the predicted labels, `proba` the n x K probabilities; each is called at most once, and
 /// only when a metric needs it. Binary AUCs use column 1, K > 2 the one-vs-rest macro means.
+/// The models' options of a run: the Config's, with `seed`, its device and threads, and class
+/// probabilities where a metric needs them (roc_auc, pr_auc).
+learn::ModelOptions trial_model_options(const Config& c, std::uint64_t seed);
 std::map<std::string, double> score(const std::vector<std::string>& metrics,
                                     const std::vector<double>& y, index_t num_classes,
                                     const std::function<std::vector<double>()>& predict,
@@ -77,6 +81,11 @@ Split draw_split(const Config& c, const data::Dataset& train, const data::Datase
                  index_t n_test, index_t trial);
 
 namespace detail {
+using Clock = std::chrono::steady_clock;
+/// Seconds since t0.
+inline double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 /// The checks on a Config alone (config_checks.cpp), before anything is loaded: load_config
 /// applies them to a file, the runner to every point, so that a Config built in code meets them
 /// too. Throws InvalidInput naming the key, and the file when the config came from one.

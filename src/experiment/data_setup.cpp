@@ -73,7 +73,7 @@ void Runner::check_other_layers() const {
   if (fedavg_)
     for (const auto& name : c_.fedavg_configurations) {
       try {
-        learn::validate(fedavg_options(name));
+        learn::validate(FedAvgRun(c_, train_.num_classes).options(name));
       } catch (const InvalidInput& e) {
         key_error(c_, "fedavg", std::string("is invalid: ") + e.what());
       }

@@ -1,13 +1,14 @@
-// FedAvg (paper 002) as a method of the DC runner: the users' raw rows, one method per
-// configuration "<E>E<B>B", with its per-round curves and the bytes it exchanged.
+// FedAvg (paper 002) as a method of an experiment (experiment/fedavg.hpp).
+#include "experiment/fedavg.hpp"
+
 #include <cmath>
 #include <tuple>
 
-#include "experiment/runner.hpp"
+#include "dcalign/comm.hpp"
 
 namespace dcalign::experiment::detail {
 
-learn::FedAvgOptions Runner::fedavg_options(const std::string& configuration) const {
+learn::FedAvgOptions FedAvgRun::options(const std::string& configuration) const {
   learn::FedAvgOptions fo;
   try {
     std::tie(fo.local_epochs, fo.batch_size) = parse_fedavg_configuration(configuration);
@@ -21,12 +22,12 @@ learn::FedAvgOptions Runner::fedavg_options(const std::string& configuration) co
 
 // FedAvg on the users' raw training rows, scored on the test data as Central is; one method
 // per configuration "<E>E<B>B", with its per-round curves and the bytes it exchanged.
-void Runner::fedavg(index_t t, const Split& sp, Result& res) {
+void FedAvgRun::run(index_t t, index_t data_trial, const Split& sp, Result& res) const {
   const Matrix<double> X_all = vstack(sp.X), Y_all = vstack(sp.Y);
   const std::vector<double> y_all = concat(sp.y), yY_all = concat(sp.yY);
-  const int K = static_cast<int>(train_.num_classes);
+  const int K = static_cast<int>(num_classes_);
   for (const auto& configuration : c_.fedavg_configurations) {
-    const learn::FedAvgOptions fo = fedavg_options(configuration);
+    const learn::FedAvgOptions fo = options(configuration);
     const std::string method = "fedavg-" + configuration;
     const auto t0 = Clock::now();
     double curve_seconds = 0, downlink = 0, uplink = 0;
@@ -38,7 +39,8 @@ void Runner::fedavg(index_t t, const Split& sp, Result& res) {
       rr.round = r.round;
       rr.train_loss = r.train_loss;
       rr.train_accuracy = K > 0 ? learn::accuracy(y_all, h.predict(X_all)) : NAN;
-      rr.test_value = evaluate_one(h, Y_all, yY_all, c_.metrics.front());
+      rr.test_value =
+          score(h, Y_all, yY_all, {c_.metrics.front()}, num_classes_).at(c_.metrics.front());
       rr.downlink_bytes = r.downlink_bytes;
       rr.uplink_bytes = r.uplink_bytes;
       downlink += r.downlink_bytes;
@@ -48,9 +50,9 @@ void Runner::fedavg(index_t t, const Split& sp, Result& res) {
     };
     const auto h = learn::fit_fedavg(
         sp.X, sp.y, K,
-        model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t)))), fo,
+        trial_model_options(c_, derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial))), fo,
         after_round);
-    const auto values = score(*h, Y_all, yY_all, c_.metrics, train_.num_classes);
+    const auto values = score(*h, Y_all, yY_all, c_.metrics, num_classes_);
     const double secs = since(t0) - curve_seconds;  // training and the final scoring
     for (const auto& [metric, v] : values)
       res.records.push_back({t, "-", method, "mlp", metric, v, secs});

@@ -4,18 +4,14 @@
 #include <cmath>
 
 #include "dcalign/privacy.hpp"
-#include "experiment/runner.hpp"
+#include "experiment/privacy_eval.hpp"
 
 namespace dcalign::experiment::detail {
 
-// Per trial and condition ("-" for NRI-DC), after the releases: the collusion attack of user 1
-// and the analyst on every other user, the epsilon-DR ratios of every user's rows under its
-// own basis, and what the defence dropped. `clean`: each user's training rows as it holds
-// them, before "raw" noise and the defence.
-void Runner::measure_privacy(index_t t, const std::string& condition,
-                             const std::vector<Matrix<double>>& clean,
-                             const std::vector<ReleaseView>& views,
-                             const CollusionAttacker* attacker, std::vector<Record>& out) const {
+void PrivacyEvaluator::measure(index_t t, const std::string& condition,
+                               const std::vector<Matrix<double>>& clean,
+                               const std::vector<ReleaseView>& views,
+                               const CollusionAttacker* attacker, std::vector<Record>& out) const {
   const auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return quantile_sorted(v, 0.5);
@@ -69,7 +65,7 @@ void Runner::measure_privacy(index_t t, const std::string& condition,
 
 // sigma_i for user i's released X_i F_i: Delta_i = r ||F_i||_2 (paper 000, eq. 4), which is r
 // for orthonormal F_i.
-double Runner::released_sigma(const User<double>& user, SpanCondition cond) const {
+double PrivacyEvaluator::released_sigma(const User<double>& user, SpanCondition cond) const {
   if (orthonormal_mixing(cond)) return dp_sigma_;
   const Matrix<double>& F = user.reveal_secret_basis();  // the user's own, never released
   const Matrix<double> v = top_right_singular_vectors(F, 1, false);

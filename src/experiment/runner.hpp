@@ -1,9 +1,11 @@
 #pragma once
-// The experiment runner, one class over several units: data_setup.cpp (the dataset, the checks
-// that need it, and each trial's data), trial.cpp (the DC protocol of paper 001, Algorithm 1 and
-// section 7, NRI-DC of paper 004, Algorithm 1, and the baselines), privacy_eval.cpp (the privacy
-// and DP measurements) and fedavg.cpp (FedAvg). The checks on the Config alone are in
-// config_checks.cpp, the summary table in summary.cpp and the output files in outputs.cpp.
+// The experiment runner over two units: data_setup.cpp (the dataset, the checks that need it,
+// and each trial's data) and trial.cpp (the DC protocol of paper 001, Algorithm 1 and section 7,
+// NRI-DC of paper 004, Algorithm 1, and the baselines). The privacy and DP measurements
+// (PrivacyEvaluator, privacy_eval.hpp) and FedAvg (FedAvgRun, fedavg.hpp) are types of their
+// own, built from the Config and what the runner's set-up decided. The checks on the Config
+// alone are in config_checks.cpp, the summary table in summary.cpp and the output files in
+// outputs.cpp.
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -19,13 +21,10 @@
 #include "dcalign/privacy_attacks.hpp"
 #include "dcalign/user.hpp"
 #include "experiment/common.hpp"
+#include "experiment/fedavg.hpp"
+#include "experiment/privacy_eval.hpp"
 
 namespace dcalign::experiment::detail {
-
-using Clock = std::chrono::steady_clock;
-inline double since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 class Runner {
  public:
@@ -66,7 +65,9 @@ class Runner {
              const Matrix<double>* whole_Y = nullptr, const std::vector<double>* whole_y = nullptr);
   void nri_trial(index_t t, const Split& sp, std::vector<Record>& out);
   std::vector<Matrix<double>> join_pairs(const std::vector<Matrix<double>>& m) const;
-  learn::ModelOptions model_options(std::uint64_t seed) const;
+  learn::ModelOptions model_options(std::uint64_t seed) const {
+    return trial_model_options(c_, seed);
+  }
   std::unique_ptr<learn::Model> model(const std::string& kind, std::uint64_t seed) const;
   AlignOptions align_options(const std::string& method, index_t t) const;
   /// Every user's l_i in trial t: l for all, or as dim_per_user and dim_assignment say.
@@ -83,25 +84,6 @@ class Runner {
                       const Matrix<double>& X, const std::vector<double>& y,
                       const Matrix<double>& Y, const std::vector<double>& yY,
                       std::vector<Record>& out, const DcTraffic* traffic = nullptr);
-
-  // privacy_eval.cpp. What the evaluator holds of one user's release for the privacy
-  // measurements:
-  struct ReleaseView {
-    const Matrix<double>* data;    ///< X~_j as released (after the defence, noise, P_j)
-    const Matrix<double>* anchor;  ///< A~_j
-    const Matrix<double>* basis;   ///< F_j, never released
-    /// Released row k is row origin[k] of the user's rows; empty: all of them, in order.
-    std::vector<index_t> origin;
-  };
-  void measure_privacy(index_t t, const std::string& condition,
-                       const std::vector<Matrix<double>>& clean,
-                       const std::vector<ReleaseView>& views, const CollusionAttacker* attacker,
-                       std::vector<Record>& out) const;
-  double released_sigma(const User<double>& user, SpanCondition cond) const;
-
-  // fedavg.cpp: FedAvg on the users' raw rows.
-  void fedavg(index_t t, const Split& sp, Result& res);
-  learn::FedAvgOptions fedavg_options(const std::string& configuration) const;
 
   const Config& c_;
   const Progress& progress_;

@@ -109,7 +109,7 @@ void Runner::trial(index_t t, Result& res) {
     const std::vector<double> labels = own ? std::vector<double>() : concat(sp.yY);
     local(t, mine, out, own ? nullptr : &first, own ? nullptr : &labels);
   }
-  if (fedavg_) fedavg(t, sp, res);
+  if (fedavg_) FedAvgRun(c_, train_.num_classes).run(t, data_trial(t), sp, res);
   if (nri_) return nri_trial(t, sp, out);
 
   const Matrix<double> A = anchor(t);
@@ -164,7 +164,8 @@ void Runner::trial(index_t t, Result& res) {
             data::take(kept_labels[static_cast<size_t>(i)], kept[i]);
       }
       if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
-        const double sigma = released_sigma(users.back(), cond);
+        const double sigma =
+            PrivacyEvaluator(c_, nri_, dp_sigma_).released_sigma(users.back(), cond);
         add_gaussian_noise(
             released.back(), sigma,
             derive(c_.seed, 41, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
@@ -208,7 +209,8 @@ void Runner::trial(index_t t, Result& res) {
       std::vector<ReleaseView> views;
       for (index_t i = 0; i < c_.users; ++i)
         views.push_back({&released[i], &anchors[i], &users[i].reveal_secret_basis(), kept[i]});
-      measure_privacy(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
+      PrivacyEvaluator(c_, nri_, dp_sigma_)
+          .measure(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
     }
     const std::vector<std::vector<double>>& y_train = c_.privacy_defence ? kept_labels : sp.y;
     // One stack for align(); users of different l_i are aligned from the list (align_ragged).
@@ -356,7 +358,8 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
       const auto& z = secrets[static_cast<size_t>(i)];
       views.push_back({&r.data, &r.anchor, &z.basis, z.origin});
     }
-    measure_privacy(t, "-", sp.X, views, attacker ? &*attacker : nullptr, out);
+    PrivacyEvaluator(c_, nri_, dp_sigma_)
+        .measure(t, "-", sp.X, views, attacker ? &*attacker : nullptr, out);
   }
   const std::string holder = c_.holder();
   const index_t scored = holder == "first" ? 1 : c_.users;
@@ -421,16 +424,6 @@ std::vector<Matrix<double>> Runner::join_pairs(const std::vector<Matrix<double>>
     out.push_back(std::move(both));
   }
   return out;
-}
-
-learn::ModelOptions Runner::model_options(std::uint64_t seed) const {
-  learn::ModelOptions mo = c_.model_options;
-  mo.seed = seed;
-  mo.device = c_.device;
-  mo.threads = c_.threads;
-  for (const auto& m : c_.metrics)
-    if (m == "roc_auc" || m == "pr_auc") mo.svm.probability = true;
-  return mo;
 }
 
 std::unique_ptr<learn::Model> Runner::model(const std::string& kind, std::uint64_t seed) const {
