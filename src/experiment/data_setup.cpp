@@ -9,7 +9,9 @@
 #include "dcalign/checked.hpp"
 #include "dcalign/privacy.hpp"
 #include "dcalign/random.hpp"
-#include "experiment/runner.hpp"
+#include "experiment/data_setup.hpp"
+
+#include "experiment/fedavg.hpp"
 
 namespace dcalign::experiment::detail {
 namespace {
@@ -50,7 +52,7 @@ data::TrainTest synthetic_dataset(std::uint64_t seed) {
 
 }  // namespace
 
-void Runner::prepare() {
+void TrialData::prepare() {
   check_config(c_);
   nri_ = c_.protocol == "nri-dc";
   fedavg_ = std::find(c_.methods.begin(), c_.methods.end(), "fedavg") != c_.methods.end();
@@ -69,7 +71,7 @@ void Runner::prepare() {
 
 // The names that other layers' tables hold (models, datasets) and the FedAvg options, which the
 // learning layer checks; config_checks.cpp stays free of both layers.
-void Runner::check_other_layers() const {
+void TrialData::check_other_layers() const {
   if (fedavg_)
     for (const auto& name : c_.fedavg_configurations) {
       try {
@@ -86,7 +88,7 @@ void Runner::check_other_layers() const {
   if (c_.dataset != "synthetic") data::dataset_files(c_.dataset);
 }
 
-void Runner::load() {
+void TrialData::load() {
   data::LoadOptions lo;
   lo.data_dir = c_.data_dir;
   lo.verify_checksums = c_.verify_checksums;
@@ -157,7 +159,7 @@ void Runner::load() {
 // The public pool of anchor rows: every row of the named dataset (training and test) whose
 // id does not occur in the task's data (molecules: canonical SMILES), so that the anchor holds
 // no user's molecule.
-void Runner::load_public_anchor(const data::LoadOptions& lo) {
+void TrialData::load_public_anchor(const data::LoadOptions& lo) {
   if (progress_) progress_("loading the public anchor pool " + public_anchor_);
   data::LoadOptions plo = lo;
   plo.onehot = data::OneHotCoding::full;
@@ -200,7 +202,7 @@ void Runner::load_public_anchor(const data::LoadOptions& lo) {
 
 // Trial t's anchor: generated from the seed, or anchor_rows rows of the public pool drawn
 // from it.
-Matrix<double> Runner::anchor(index_t t) const {
+Matrix<double> TrialData::anchor(index_t t) const {
   const std::uint64_t seed = derive(c_.seed, 17, data_trial(t));
   if (public_anchor_.empty())
     return make_anchor<double>(c_.anchor_rows, train_.features(), anchor_kind_, seed);
@@ -208,7 +210,7 @@ Matrix<double> Runner::anchor(index_t t) const {
                          data::partition_iid(public_pool_.rows(), 1, c_.anchor_rows, seed)[0]);
 }
 
-void Runner::validate_sizes() {
+void TrialData::validate_sizes() {
   const index_t m = train_.features();
   // The subsample is the pool each trial draws from: it holds the users' rows and, without an
   // official split, the test rows.
@@ -315,7 +317,7 @@ void Runner::validate_sizes() {
                        " users");
 }
 
-Split Runner::make_split(index_t t) const {
+Split TrialData::make_split(index_t t) const {
   return draw_split(c_, train_, test_, n_test_, data_trial(t));
 }
 
@@ -323,7 +325,7 @@ Split Runner::make_split(index_t t) const {
 // users holding it (users u, u + K, ... hold class u). Every user must get at least l rows: the
 // class's rows expected after a random test split of test_samples rows, less 10% (the split
 // takes each class in proportion, up to a few standard deviations).
-void Runner::check_all_rows_partition() {
+void TrialData::check_all_rows_partition() {
   const index_t K = train_.num_classes;
   if (K < 2) key_error(c_, "samples_per_user", "= 0 needs a classification dataset");
   if (c_.users < K)
@@ -350,7 +352,7 @@ void Runner::check_all_rows_partition() {
 }
 
 // Vertical partitions: two complementary blocks of whole attributes, half of the users each.
-void Runner::validate_vertical() {
+void TrialData::validate_vertical() {
   vertical_ = c_.partition == "vertical" || c_.partition == "vertical-joined";
   if (!vertical_) return;
   joined_ = c_.partition == "vertical-joined";
@@ -381,7 +383,7 @@ void Runner::validate_vertical() {
 }
 
 // Each user's own data: its rows (and test share) restricted to its feature block.
-Split Runner::user_view(const Split& sp) const {
+Split TrialData::user_view(const Split& sp) const {
   if (!vertical_) return sp;
   Split v;
   for (index_t i = 0; i < c_.users; ++i) {

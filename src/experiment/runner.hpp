@@ -1,9 +1,9 @@
 #pragma once
-// The experiment runner over two units: data_setup.cpp (the dataset, the checks that need it,
-// and each trial's data) and trial.cpp (the DC protocol of paper 001, Algorithm 1 and section 7,
-// NRI-DC of paper 004, Algorithm 1, and the baselines). The privacy and DP measurements
-// (PrivacyEvaluator, privacy_eval.hpp) and FedAvg (FedAvgRun, fedavg.hpp) are types of their
-// own, built from the Config and what the runner's set-up decided. The checks on the Config
+// The experiment runner (trial.cpp): the DC protocol of paper 001, Algorithm 1 and section 7,
+// NRI-DC of paper 004, Algorithm 1, and the baselines, on each trial's data. The data (the
+// dataset, the checks that need it, each trial's split and anchor: TrialData, data_setup.hpp),
+// the privacy and DP measurements (PrivacyEvaluator, privacy_eval.hpp) and FedAvg (FedAvgRun,
+// fedavg.hpp) are types of their own. The checks on the Config
 // alone are in config_checks.cpp, the summary table in summary.cpp and the output files in
 // outputs.cpp.
 #include <chrono>
@@ -21,6 +21,7 @@
 #include "dcalign/privacy_attacks.hpp"
 #include "dcalign/user.hpp"
 #include "experiment/common.hpp"
+#include "experiment/data_setup.hpp"
 #include "experiment/fedavg.hpp"
 #include "experiment/privacy_eval.hpp"
 
@@ -28,37 +29,16 @@ namespace dcalign::experiment::detail {
 
 class Runner {
  public:
-  Runner(const Config& c, const Progress& progress) : c_(c), progress_(progress) {}
+  Runner(const Config& c, const Progress& progress)
+      : c_(c), progress_(progress), data_(c, progress) {}
 
   /// Everything that can be checked before a trial: the keys, the dataset and the sizes.
-  void prepare();
+  void prepare() { data_.prepare(); }
   Result run();
 
  private:
   // trial.cpp: the alignment backend and the LibTorch models' device, before any data is read.
   void open_devices();
-  // data_setup.cpp: the dataset, its checks against the config, and each trial's data.
-  void check_other_layers() const;
-  void load();
-  void load_public_anchor(const data::LoadOptions& lo);
-  Matrix<double> anchor(index_t t) const;
-  void validate_sizes();
-  void check_all_rows_partition();
-  void validate_vertical();
-  // The trial whose data (split, secret bases, anchor, noise, model seeds) trial t uses: t, or 0
-  // when only the alignment's random factors are redrawn (redraw = "alignment", paper 001
-  // section 8's design).
-  index_t data_trial(index_t t) const { return c_.redraw == "alignment" ? 0 : t; }
-  Split make_split(index_t t) const;
-  // The feature block user i holds (vertical partitions), or -1 for all features.
-  int block_of(index_t i) const { return vertical_ ? (i < c_.users / 2 ? 0 : 1) : -1; }
-  // The row set of the split user i holds (users k and k + c/2 share theirs when joined).
-  index_t rows_of(index_t i) const { return joined_ ? i % (c_.users / 2) : i; }
-  Matrix<double> block(const Matrix<double>& X, int b) const {
-    return b < 0 ? X : data::take_columns(X, blocks_[static_cast<size_t>(b)]);
-  }
-  Split user_view(const Split& sp) const;
-
   // trial.cpp: the protocols, the baselines and the models.
   void trial(index_t t, Result& res);
   void local(index_t t, const Split& sp, std::vector<Record>& out,
@@ -87,16 +67,7 @@ class Runner {
 
   const Config& c_;
   const Progress& progress_;
-  data::Dataset train_, test_;
-  bool split_per_trial_ = false, nri_ = false, fedavg_ = false, vertical_ = false, joined_ = false;
-  std::vector<std::vector<index_t>> blocks_;  ///< the two feature blocks of a vertical partition
-  KawakamiForm kawakami_form_ = KawakamiForm::qr_svd;
-  index_t l_ = 0, n_test_ = 0;
-  index_t l_user_max_ = 0;  ///< the largest l_i a user can have (l without dim_per_user)
-  double dp_sigma_ = 0;     ///< the AGM sigma for Delta = dp_row_range
-  AnchorKind anchor_kind_ = AnchorKind::uniform;
-  std::string public_anchor_;   ///< the dataset of "public:<dataset>" anchors, else ""
-  Matrix<double> public_pool_;  ///< its rows that are not in the task's data
+  TrialData data_;  ///< the dataset and each trial's data
   std::shared_ptr<Backend> backend_;
 };
 

@@ -85,7 +85,7 @@ Result Runner::run() {
 
 void Runner::trial(index_t t, Result& res) {
   std::vector<Record>& out = res.records;
-  Split sp = make_split(t);
+  Split sp = data_.make_split(t);
   // The privacy measurements compare with the users' rows as they hold them, before "raw" noise
   // (a copy only then; otherwise sp.X stays as drawn).
   const std::vector<Matrix<double>> raw_rows =
@@ -94,27 +94,29 @@ void Runner::trial(index_t t, Result& res) {
   // Paper 001's DP baseline: the users' training rows themselves are released with noise.
   if (c_.dp_target == "raw")
     for (index_t i = 0; i < c_.users; ++i)
-      add_gaussian_noise(sp.X[i], dp_sigma_,
-                         derive(c_.seed, 43, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+      add_gaussian_noise(
+          sp.X[i], data_.dp_sigma(),
+          derive(c_.seed, 43, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i));
   const auto want = [&](const char* m) {
     return std::find(c_.methods.begin(), c_.methods.end(), m) != c_.methods.end();
   };
   if (want("central"))
     fit_and_record(t, "-", "central", vstack(sp.X), concat(sp.y), vstack(sp.Y), concat(sp.yY), out);
-  const Split mine = user_view(sp);  // what each user holds (its block, when vertical)
+  const Split mine = data_.user_view(sp);  // what each user holds (its block, when vertical)
   if (want("local")) {
     // The whole test set as user 1 holds it (its block, when vertical).
     const bool own = c_.holder() == "own";
-    const Matrix<double> first = own ? Matrix<double>() : block(vstack(sp.Y), block_of(0));
+    const Matrix<double> first =
+        own ? Matrix<double>() : data_.block(vstack(sp.Y), data_.block_of(0));
     const std::vector<double> labels = own ? std::vector<double>() : concat(sp.yY);
     local(t, mine, out, own ? nullptr : &first, own ? nullptr : &labels);
   }
-  if (fedavg_) FedAvgRun(c_, train_.num_classes).run(t, data_trial(t), sp, res);
-  if (nri_) return nri_trial(t, sp, out);
+  if (data_.fedavg()) FedAvgRun(c_, data_.train().num_classes).run(t, data_.data_trial(t), sp, res);
+  if (data_.nri()) return nri_trial(t, sp, out);
 
-  const Matrix<double> A = anchor(t);
+  const Matrix<double> A = data_.anchor(t);
   std::vector<Matrix<double>> anchor_blocks;  // the anchor's columns of each feature block
-  for (const auto& b : blocks_) anchor_blocks.push_back(data::take_columns(A, b));
+  for (const auto& b : data_.blocks()) anchor_blocks.push_back(data::take_columns(A, b));
   // User 1 and the analyst hold A^+ once per trial (the anchor is the same for every condition).
   std::optional<CollusionAttacker> attacker;
   if (c_.measures("collusion")) attacker.emplace(A);
@@ -127,11 +129,11 @@ void Runner::trial(index_t t, Result& res) {
     const Mixing mixing = orthonormal_mixing(cond) ? Mixing::haar : Mixing::uniform;
     // SameSpan: the span of the first user's data (of the first user of each feature block);
     // with different l_i, user i's is that of user 1's top l_i vectors (nested spans).
-    std::vector<Matrix<double>> v1(vertical_ ? 2 : 1);
+    std::vector<Matrix<double>> v1(data_.vertical() ? 2 : 1);
     if (shares_span(cond))
       for (size_t b = 0; b < v1.size(); ++b)
         v1[b] = top_right_singular_vectors(mine.X[static_cast<index_t>(b) * (c_.users / 2)],
-                                           l_user_max_, c_.centered());
+                                           data_.l_user_max(), c_.centered());
     std::vector<Matrix<double>> released, projected_test, anchors;
     // privacy_defence: the rows each user releases and their labels (else every row, sp.y).
     std::vector<std::vector<index_t>> kept(static_cast<size_t>(c_.users));
@@ -141,11 +143,12 @@ void Runner::trial(index_t t, Result& res) {
     for (index_t i = 0; i < c_.users; ++i) {
       users.emplace_back(mine.X[i], "user " + std::to_string(i));
       const std::uint64_t s =
-          derive(c_.seed, 19, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i);
+          derive(c_.seed, 19, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i);
       const index_t li = dims[static_cast<size_t>(i)];
       if (shares_span(cond))
         users.back().choose_secret_basis_in(
-            leading_columns(v1[static_cast<size_t>(std::max(block_of(i), 0))], li), mixing, s);
+            leading_columns(v1[static_cast<size_t>(std::max(data_.block_of(i), 0))], li), mixing,
+            s);
       else
         users.back().choose_secret_basis(li, mixing, s, c_.centered());
       released.push_back(users.back().release_data());
@@ -165,14 +168,14 @@ void Runner::trial(index_t t, Result& res) {
       }
       if (c_.dp_target == "released") {  // paper 000, eq. 3; the anchor stays noise-free (eq. 6)
         const double sigma =
-            PrivacyEvaluator(c_, nri_, dp_sigma_).released_sigma(users.back(), cond);
+            PrivacyEvaluator(c_, data_.nri(), data_.dp_sigma()).released_sigma(users.back(), cond);
         add_gaussian_noise(
             released.back(), sigma,
-            derive(c_.seed, 41, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+            derive(c_.seed, 41, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i));
         sigma_sum += sigma;
       }
       anchors.push_back(users.back().release_anchor(
-          vertical_ ? anchor_blocks[static_cast<size_t>(block_of(i))] : A));
+          data_.vertical() ? anchor_blocks[static_cast<size_t>(data_.block_of(i))] : A));
       if (uplink != Uplink::fp64) {  // what the analyst receives: the dequantised values
         const std::string who = "user " + std::to_string(i + 1) + " of " +
                                 std::to_string(c_.users) + ", uplink " + c_.uplink + ": ";
@@ -183,16 +186,18 @@ void Runner::trial(index_t t, Result& res) {
       // test set and maps it with F_1 G_1 (its pair partner, when joined, maps its block of it).
       if (c_.holder() == "own")
         projected_test.push_back(users.back().project(mine.Y[i]));
-      else if (rows_of(i) == 0)
-        projected_test.push_back(users.back().project(block(vstack(sp.Y), block_of(i))));
+      else if (data_.rows_of(i) == 0)
+        projected_test.push_back(
+            users.back().project(data_.block(vstack(sp.Y), data_.block_of(i))));
     }
     // "vertical-joined": pair (k, k + c/2) becomes one unit of 2l columns, aligned as a user.
-    if (joined_) {
+    if (data_.joined()) {
       released = join_pairs(released);
       anchors = join_pairs(anchors);
       projected_test = join_pairs(projected_test);
     }
-    const index_t units = static_cast<index_t>(anchors.size()), dim = joined_ ? 2 * l_ : l_;
+    const index_t units = static_cast<index_t>(anchors.size()),
+                  dim = data_.joined() ? 2 * data_.l() : data_.l();
     if (c_.dp_target == "released")
       out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
                      sigma_sum / static_cast<double>(c_.users), 0});
@@ -209,7 +214,7 @@ void Runner::trial(index_t t, Result& res) {
       std::vector<ReleaseView> views;
       for (index_t i = 0; i < c_.users; ++i)
         views.push_back({&released[i], &anchors[i], &users[i].reveal_secret_basis(), kept[i]});
-      PrivacyEvaluator(c_, nri_, dp_sigma_)
+      PrivacyEvaluator(c_, data_.nri(), data_.dp_sigma())
           .measure(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
     }
     const std::vector<std::vector<double>>& y_train = c_.privacy_defence ? kept_labels : sp.y;
@@ -226,7 +231,7 @@ void Runner::trial(index_t t, Result& res) {
       traffic.model.samples.push_back(static_cast<double>(released[i].rows()));
     }
     traffic.model.anchor_rows = c_.anchor_rows;
-    traffic.model.features = train_.features();
+    traffic.model.features = data_.train().features();
     traffic.model.dim = dim;
     traffic.model.bits = uplink_bits(uplink);
     traffic.model.gamma = 0;  // the anchor is regenerated from the seed, never sent
@@ -260,7 +265,7 @@ void Runner::trial(index_t t, Result& res) {
       Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
       if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
       fit_and_record(t, to_string(cond), method, X_train, concat(y_train), X_test, concat(sp.yY),
-                     out, fedavg_ || uplink != Uplink::fp64 ? &traffic : nullptr);
+                     out, data_.fedavg() || uplink != Uplink::fp64 ? &traffic : nullptr);
     }
   }
 }
@@ -285,13 +290,13 @@ void Runner::local(index_t t, const Split& sp, std::vector<Record>& out,
     const auto t0 = Clock::now();
     std::map<std::string, std::vector<double>> per_metric;
     for (index_t i = 0; i < scored; ++i) {
-      if (train_.num_classes > 0) {
+      if (data_.train().num_classes > 0) {
         const std::set<double> classes(sp.y[i].begin(), sp.y[i].end());
         if (classes.size() < 2) continue;
       }
-      auto h =
-          model(kind, derive(c_.seed, 29, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
-      h->fit(sp.X[i], sp.y[i], static_cast<int>(train_.num_classes));
+      auto h = model(
+          kind, derive(c_.seed, 29, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i));
+      h->fit(sp.X[i], sp.y[i], static_cast<int>(data_.train().num_classes));
       // A user's test share may hold a single class, where ROC-AUC and PR-AUC are undefined
       // (the metrics refuse it); such users are left out of that metric's mean.
       for (const auto& metric : c_.metrics) {
@@ -321,9 +326,9 @@ void Runner::local(index_t t, const Split& sp, std::vector<Record>& out,
 // privacy, the measurements on what the workers release (before the master runs); with
 // privacy_defence, each worker drops its rows below privacy_dr_epsilon before it releases.
 void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
-  const Matrix<double> A = anchor(t);
+  const Matrix<double> A = data_.anchor(t);
   nri::WorkerOptions wo;
-  wo.dim = l_;
+  wo.dim = data_.l();
   wo.delta = c_.nri_delta;
   wo.center = c_.centered();
   wo.permute = c_.nri_permute;
@@ -336,7 +341,7 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
     try {
       releases.push_back(nri::worker_release(
           sp.X[i], sp.y[i], A, wo,
-          derive(c_.seed, 31, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i),
+          derive(c_.seed, 31, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i),
           measure ? &secrets[static_cast<size_t>(i)] : nullptr));
     } catch (const InvalidInput& e) {
       if (!c_.privacy_defence) throw;
@@ -358,14 +363,14 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
       const auto& z = secrets[static_cast<size_t>(i)];
       views.push_back({&r.data, &r.anchor, &z.basis, z.origin});
     }
-    PrivacyEvaluator(c_, nri_, dp_sigma_)
+    PrivacyEvaluator(c_, data_.nri(), data_.dp_sigma())
         .measure(t, "-", sp.X, views, attacker ? &*attacker : nullptr, out);
   }
   const std::string holder = c_.holder();
   const index_t scored = holder == "first" ? 1 : c_.users;
   const Matrix<double> Y_all = holder == "own" ? Matrix<double>() : vstack(sp.Y);
   const std::vector<double> y_all = holder == "own" ? std::vector<double>() : concat(sp.yY);
-  const index_t K = train_.num_classes;
+  const index_t K = data_.train().num_classes;
   for (const auto& method : c_.methods) {
     if (!is_align_method(method)) continue;
     for (const auto& kind : c_.models) {
@@ -374,7 +379,7 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
       mo.align = align_options(method, t);
       mo.model = kind;
       mo.model_options =
-          model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t))));
+          model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_.data_trial(t))));
       mo.num_classes = K;
       AlignReport alignment;
       const auto anchor_labels = nri::master(releases, mo, *backend_, &alignment);
@@ -391,7 +396,7 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
         const auto res = nri::worker_finish(
             A, anchor_labels[static_cast<size_t>(i)], Y, y, kind,
             model_options(
-                derive(c_.seed, 37, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i)),
+                derive(c_.seed, 37, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i)),
             K, metrics);
         if (res.constant) ++constant;
         for (const auto& [m, v] : res.scores) per_metric[m].push_back(v);
@@ -431,13 +436,14 @@ std::unique_ptr<learn::Model> Runner::model(const std::string& kind, std::uint64
 }
 
 std::vector<index_t> Runner::user_dims(index_t t) const {
-  if (c_.dim_per_user.empty()) return std::vector<index_t>(static_cast<size_t>(c_.users), l_);
+  if (c_.dim_per_user.empty())
+    return std::vector<index_t>(static_cast<size_t>(c_.users), data_.l());
   if (c_.dim_assignment == "in-order") return c_.dim_per_user;
   // "draw": uniform over the listed values, per user, from the trial's data seed (so that
   // redraw = "alignment" keeps trial 1's, as it keeps its bases).
   std::vector<index_t> dims;
   for (index_t i = 0; i < c_.users; ++i) {
-    Rng rng(derive(c_.seed, 47, static_cast<std::uint64_t>(data_trial(t)) * 4096 + i));
+    Rng rng(derive(c_.seed, 47, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i));
     dims.push_back(c_.dim_per_user[static_cast<size_t>(rng.below(c_.dim_per_user.size()))]);
   }
   return dims;
@@ -454,7 +460,7 @@ AlignOptions Runner::align_options(const std::string& method, index_t t) const {
       name.base == "odc" && !name.variant.empty() ? name.variant : c_.odc_rotation);
   ao.right = parse_right_factor(name.base == "imakura" && !name.variant.empty() ? name.variant
                                                                                 : c_.imakura_right);
-  ao.kawakami_form = kawakami_form_;
+  ao.kawakami_form = data_.kawakami_form();
   if (c_.rdp_eta) ao.rdp.eta = *c_.rdp_eta;
   if (c_.gopp_tolerance) ao.gopp.tolerance = *c_.gopp_tolerance;
   return ao;
@@ -462,7 +468,7 @@ AlignOptions Runner::align_options(const std::string& method, index_t t) const {
 
 double Runner::evaluate_one(const learn::Model& h, const Matrix<double>& Y,
                             const std::vector<double>& y, const std::string& metric) const {
-  return score(h, Y, y, {metric}, train_.num_classes).at(metric);
+  return score(h, Y, y, {metric}, data_.train().num_classes).at(metric);
 }
 
 void Runner::fit_and_record(index_t t, const std::string& cond, const std::string& method,
@@ -471,9 +477,9 @@ void Runner::fit_and_record(index_t t, const std::string& cond, const std::strin
                             std::vector<Record>& out, const DcTraffic* traffic) {
   for (const auto& kind : c_.models) {
     const auto t0 = Clock::now();
-    auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(data_trial(t))));
-    h->fit(X, y, static_cast<int>(train_.num_classes));
-    const auto values = score(*h, Y, yY, c_.metrics, train_.num_classes);
+    auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(data_.data_trial(t))));
+    h->fit(X, y, static_cast<int>(data_.train().num_classes));
+    const auto values = score(*h, Y, yY, c_.metrics, data_.train().num_classes);
     const double secs = since(t0);
     for (const auto& [metric, v] : values) out.push_back({t, cond, method, kind, metric, v, secs});
     // Parametric models only (mlp, logreg): the comparison with FedAvg's model updates.
