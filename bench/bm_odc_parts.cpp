@@ -71,7 +71,7 @@ void BM_OdcAlign(benchmark::State& st) {
 BENCHMARK(BM_OdcAlign)->Apply(args);
 
 // The same with the report's evaluation (objective, orthogonality): against BM_OdcAlign, what
-// the evaluation adds (issue 9: at most a quarter of the alignment). Counters: the report's own
+// the evaluation adds (the goal: at most a quarter of the alignment). Counters: the report's own
 // phase split, evaluate_ms against the alignment's other phases (align_ms), last iteration.
 void BM_OdcAlignEvaluated(benchmark::State& st) {
   Setup s(st.range(0), st.range(1), st.range(2), threads());

@@ -1,4 +1,4 @@
-// gpu_probe: times the cuBLAS and cuSOLVER routes that issue 30's open goals could take, so that
+// gpu_probe: times the cuBLAS and cuSOLVER routes that the open GPU goals could take, so that
 // one short GPU window decides between them instead of a guess. Each case is a library call
 // sequence on device-resident data, timed with CUDA events, median of --repetitions runs.
 //
@@ -579,7 +579,7 @@ int main(int argc, char** argv) {
               topk = "2500:50,1000:50,1000:950", haar = "950,500,50",
               precisions = "float64,float32", json_path, streams = "1,4,8";
   int device = 0;
-  CLI::App app{"gpu_probe: cuBLAS/cuSOLVER routes for issue 30's open goals (bench/README.md)"};
+  CLI::App app{"gpu_probe: cuBLAS/cuSOLVER routes for the open GPU goals (bench/README.md)"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--inverse", inverse, "batched inverses n x count, comma-separated ('' skips)")
       ->capture_default_str();

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ODC (paper 001, Alg. 4) in batched NumPy, as a NumPy user writes it at its best (issue 27).
+"""ODC (paper 001, Alg. 4) in batched NumPy, as a NumPy user writes it at its best.
 
 The anchors are one array A of shape (c, a, l), loaded from the same .npy file that
 `dcalign align --anchors` reads (untimed). One timed run of `batched_odc` is
@@ -27,7 +27,7 @@ Usage:
                         [--json OUT] [--step-stdin] [--settle 0.25]
   numpy_batched_peer.py --describe          versions and BLAS only (no anchors)
 
-Without --json the JSON goes to stdout. With --step-stdin (used by bench/run_issue27.sh to
+Without --json the JSON goes to stdout. With --step-stdin (used by bench/run_odc_vs_numpy_batched.sh to
 interleave with dcalign runs) the peer loads, probes and warms up, prints "ready", and then
 before each repetition waits for one line on stdin; after each repetition it sleeps --settle
 seconds (so that OpenBLAS's worker threads, which spin for a while after a call, have gone idle

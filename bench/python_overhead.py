@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Overhead of the Python bindings (issue 11): dcalign.align through Python against the C++ call.
+"""Overhead of the Python bindings: dcalign.align through Python against the C++ call.
 
 For each run, the Python wall time around dcalign.align(...) is compared with the report's
 seconds.total, the time the C++ align_resident measured for the same call; the ratio of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Weak and strong scaling of `dcalign::dist::align_distributed` on 1 and 2 MPI ranks (issue 16):
+# Weak and strong scaling of `dcalign::dist::align_distributed` on 1 and 2 MPI ranks:
 # a = 1000, l = 50, float64 and float32, methods odc, gopp (10 iterations from the ODC start),
 # imakura and kawakami (Gram route). One BLAS thread per rank, so that P ranks use P cores.
 #   strong: c = 1000 users on 1 and on 2 ranks

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The timing figures of papers 000 (Fig. 3) and 003 (Figs. 4-6) on the CPU, with the NumPy peer
-# (issue 33 items 5 and 7), then the fits, tables and figures.
+# The timing figures of papers 000 (Fig. 3) and 003 (Figs. 4-6) on the CPU, with the NumPy peer,
+# then the fits, tables and figures.
 #   000 Fig. 3: m~ in {20, 40, ..., 100} at N = 50 users, and N in {10, 20, ..., 100} at m~ = 100
 #     (000's default (m~, N) = (100, 50)); a = 3000 anchor rows, as experiments/dp_000 uses.
 #   003 Fig. 6: a in {1000, 4000, ..., 40000} at (m~, c) = (50, 50). 003's Figs. 4 (c = 50..500)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU columns of the timing figures of papers 000 (Fig. 3) and 003 (Figs. 4-6), issue 33
+# The GPU columns of the timing figures of papers 000 (Fig. 3) and 003 (Figs. 4-6)
 # items 5 and 7: the points of bench/run_timing_000_003.sh (and 003's c and l sweeps at
 # a = 1000) timed by gpu_bench on the CUDA backend and by the PyTorch peer in the same run,
 # float64 as the CPU runs, ODC / Imakura-DC / Kawakami-DC. For a GPU window, after

@@ -18,12 +18,12 @@
 #                          development files hidden)
 #   --with-learn           also build the learning layer (LibTorch from this machine's PyTorch,
 #                          LIBSVM and toml++ from .debs; XGBoost must be on this machine)
-#   --training             with --with-learn, training on the GPU (issue 32): the C++ example
+#   --training             with --with-learn, training on the GPU: the C++ example
 #                          train_aligned and the synthetic default experiment, each with
 #                          --device cuda and --device cpu, and Table 7's MNIST layout for 2
 #                          trials both ways where $DCALIGN_DATA holds MNIST (training.log)
 #   --probe                also build and run bench/gpu_probe (the cuBLAS/cuSOLVER routes of
-#                          issue 30's open goals timed on their own) into gpu_probe.json, and
+#                          the open GPU goals' routes timed on their own) into gpu_probe.json, and
 #                          gpu_bench's ODC at (1000, 950, 50) with --inverse-per-matrix-from 256
 #                          and Imakura-DC, Kawakami-DC with --svd randomized at the small-l
 #                          points (their tables in the probe's console in summary.md), after
@@ -929,7 +929,7 @@ else
 fi
 
 # ---------------------------------------------------------------------------------------------
-# 7a. The probe (--probe): cuBLAS/cuSOLVER routes on their own, for issue 30's open goals
+# 7a. The probe (--probe): cuBLAS/cuSOLVER routes on their own, for the open GPU goals
 
 # probe_bench WHAT ARGS...: gpu_bench with ARGS (and --no-references, a total cap) for at most
 # 40 s, its console appended to the probe's.

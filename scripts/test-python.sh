@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Python bindings (issue 11): `pip install .` into a fresh virtual environment, then the pytest
+# Python bindings: `pip install .` into a fresh virtual environment, then the pytest
 # suite python/tests. scikit-build-core, pybind11, NumPy and pytest come from PyPI, so this step
 # needs network access to PyPI and fails (it does not skip) without it. The module build compiles
 # the dcalign core once (no CUDA, learning layer, tests or benchmarks), with nproc jobs; a second
@@ -29,7 +29,7 @@ fi
 cd "$tmp"
 "$vpy" -m pytest -q -p no:cacheprovider "$root/python/tests"
 
-# PyTorch and the experiments (issue 32): Debian's python3-torch (scripts/deps.sh) is importable
+# PyTorch and the experiments: Debian's python3-torch (scripts/deps.sh) is importable
 # only beside the system's NumPy, so a second environment sees the system's packages. The module
 # is installed there with the learning layer (DCALIGN_WITH_LEARN=ON: Debian's LibTorch, LIBSVM,
 # XGBoost, toml++; the shared build directory adds it to the first build), and the same suite

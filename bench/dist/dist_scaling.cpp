@@ -1,4 +1,4 @@
-// Weak and strong scaling of the distributed alignment (issue 16). Run under mpirun:
+// Weak and strong scaling of the distributed alignment. Run under mpirun:
 //
 //   mpirun -np P dcalign_dist_scaling --users C --a 1000 --l 50 --method odc --precision float64
 //

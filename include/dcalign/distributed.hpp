@@ -1,5 +1,5 @@
 #pragma once
-// Alignment sharded over users across processes (issue 16). Each process (rank) holds a
+// Alignment sharded over users across processes. Each process (rank) holds a
 // contiguous slice of the users, A_first .. A_{first+count-1}, and runs the single-process
 // methods on it; the methods couple users only through small quantities, which are reduced
 // between the ranks (src/core/team.hpp):

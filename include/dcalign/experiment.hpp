@@ -236,7 +236,7 @@ struct Config {
   /// (overriding odc_rotation / imakura_right), so that one config compares both, paired by
   /// trial.
   std::string redraw = "all";
-  /// Analyst-side standardisation of the aligned representation (issue 15): each column's mean
+  /// Analyst-side standardisation of the aligned representation: each column's mean
   /// and standard deviation from the stacked aligned training data, applied to it and to every
   /// user's mapped test rows. Imakura-DC's and Kawakami-DC's aligned features are small (RMS
   /// 0.04-0.13 on MNIST) where ODC's are of the data's scale.

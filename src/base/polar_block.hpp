@@ -95,7 +95,7 @@ struct SerialBlock {
 /// reverse order as column swaps, give A^{-1} of the unpermuted A. About 2 n^3 flops, as LU with
 /// getri.
 ///
-/// Two barriers per step (there were six until 4f48423, and one per undone swap): every thread
+/// Two barriers per step (an earlier version had six, and one per undone swap): every thread
 /// finds the pivot row itself (Block::argmax needs no barrier) in column k, which no thread
 /// writes before the step's last pass; the swap, the scaling of row k and the multipliers are
 /// one pass that leaves column k alone; the update then writes column k from the multipliers.

@@ -131,7 +131,7 @@ DCALIGN_HD inline T newton_zeta(T* st, double fx2, double fy2, int iteration) {
   // range, e.g. kappa > 3.4e38 in float) cannot scale a step. The contract: newton_zeta returns
   // 0 only for a matrix it has stopped, so that no backend counts a matrix as active that it
   // did not step (the CUDA kernel returned early for such a matrix and counted it inactive,
-  // while the CPU counted it active: conformance failure on the H200 at 226e7c5).
+  // while the CPU counted it active: a conformance failure on an H200).
   const T z = static_cast<T>(zeta);
   if (!(z > T(0)) || !(static_cast<double>(z) < HUGE_VAL)) {
     set_flag(st, kNonFinite);

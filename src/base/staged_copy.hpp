@@ -2,7 +2,7 @@
 // Copies from pageable host memory through page-locked staging buffers, the host side of the
 // CUDA backend's uploads (src/cuda/context.cu). The driver's own copy from pageable memory
 // stages through its buffers with one host thread and no overlap the caller controls: 9.4 GB/s
-// for 200 MB on the H200 at 226e7c5, against the link's ~50 GB/s from page-locked memory. Here
+// for 200 MB on an H200, against the link's ~50 GB/s from page-locked memory. Here
 // several host threads fill one staging buffer while the transfer of the previous one runs.
 // Written without CUDA, so that the CPU tests check the schedule with a fake transfer.
 #include <cstddef>

@@ -76,9 +76,9 @@ inline constexpr std::uint64_t kHaarStream = 0x0DC;
 
 /// From this l on, a backend other than the CPU draws ODC's Haar O itself
 /// (haar_rotation_on_backend) instead of uploading target_rotation's. The host's LAPACK QR of
-/// an l x l matrix grows as l^3: 63-68 ms of the H200 run's 'target' phase at l = 950 (commit
-/// fc9dbb1). 128 is a first choice, not a measured crossing: bench/gpu_probe's Haar cases time
-/// both routes at l = 50, 500 and 950 on the next GPU run.
+/// an l x l matrix grows as l^3: 63-68 ms of an H200 run's 'target' phase at l = 950
+/// (bench/results/gpu). 128 is a first choice, not a measured crossing: bench/gpu_probe's Haar
+/// cases time both routes at l = 50, 500 and 950 on the next GPU run.
 inline constexpr index_t haar_on_backend_from = 128;
 
 /// ODC's Haar O (l x l, backend memory): the Gaussian of random_orthogonal for this seed drawn

@@ -1,6 +1,6 @@
 // Least squares G_k = A_k^+ Z for a batch of users, by the QR route on the primitives: the GPU's
 // answer to Primitives::lstsq_batched, whose SVD per user is a host loop of cuSOLVER gesvd calls
-// there (the H200 run at 226e7c5: 166 ms of Imakura-DC's 609 ms at a = 20000, l = c = 50).
+// there (an H200 run: 166 ms of Imakura-DC's 609 ms at a = 20000, l = c = 50).
 //
 //   A_k = Q_k R_k        qr_batched (CUDA: CholeskyQR2, Householder for the matrices it refuses)
 //   C = [Q_1 ... Q_c]^T Z  one GEMM; its row blocks are the Q_k^T Z

@@ -20,9 +20,9 @@ PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool si
   // GPU: no batched SVD above 32 x 32, and the iteration is all batched GEMM/LU work.
   if (device == Device::cuda) return PolarMethod::iterative;
   // CPU (bench/results/polar, Byers-Xu scaling with the Newton-Schulz hand-over, the own
-  // Gauss-Jordan inverses of commit 1db9200 in AVX-512): the iteration is 1.3-5.9x faster than
+  // Gauss-Jordan inverses in AVX-512): the iteration is 1.3-5.9x faster than
   // one gesdd per matrix at l = 16, 50, 64 and 96 in both precisions, except at l = 96 in double
-  // with kappa = 1e12, where the two tie (1.01; with the AVX2 inverse of 77b375a the l = 96
+  // with kappa = 1e12, where the two tie (1.01; with an earlier AVX2 inverse the l = 96
   // double cells were within 12% either way); gesdd wins from l = 128 (1.07-1.43x) unless the
   // matrices are well conditioned.
   (void)single_precision;
@@ -86,8 +86,8 @@ PolarInfo<T> svd_path(Primitives<T>& p, StackView<const T> M, bool transposed, S
   info.used_svd = true;
   if constexpr (std::is_same_v<T, float>) {
     // U V^T is orthogonal only as far as the SVD's U and V are: 4.6e-6 (l = 50) to 1.6e-5
-    // (l = 128) with LAPACK's sgesdd, 3.2e-5 at l = 31 with cuSOLVER's gesvdjBatched (H200 run
-    // at 226e7c5), against 1e-5 for the iterative path. One Newton-Schulz step maps an error e
+    // (l = 128) with LAPACK's sgesdd, 3.2e-5 at l = 31 with cuSOLVER's gesvdjBatched (an H200
+    // run), against 1e-5 for the iterative path. One Newton-Schulz step maps an error e
     // to 1.5 e^2 plus rounding, two batched products against the SVD's ~20 l^3 flops; the
     // factor moves by O(e), inside the forward error of any float32 polar factor. float64's
     // SVDs are orthogonal to 1e-14 and are left alone.
@@ -212,7 +212,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
   const bool defer = opts.defer_doubtful && has_float64(p);
   // With float64 beside, every matrix whose first condition estimate makes it doubtful (the test
   // below) is recomputed there, so its iteration stops at that estimate (polar::kDoubtful): at
-  // a = 1000, l = 950 on the H200 (8b7296e, fc9dbb1) every float32 M_i was doubtful and ran
+  // a = 1000, l = 950 on an H200 (bench/results/gpu) every float32 M_i was doubtful and ran
   // all its Newton steps in vain.
   p.polar_start(M, transposed, X, sb.data(), promote || defer ? fallback : 0.0);
   // The Newton phase, and where the backend fuses it (the GPU's one kernel per batch for small
@@ -266,8 +266,8 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
     // float32 with promotion: the doubtful matrices straight to float64, however many. Their
     // float32 SVDs would only sort out those whose exact ratio clears the limit (the iteration's
     // kappa bound overstates it up to l times), at the price of an SVD each, and the float64
-    // answer is at least as accurate for those too. (At a = 1000, l = 950, c = 50 on the H200,
-    // 8b7296e, the float32 SVDs of the whole batch before the promotion took 11 s against
+    // answer is at least as accurate for those too. (At a = 1000, l = 950, c = 50 on an H200,
+    // the float32 SVDs of the whole batch before the promotion took 11 s against
     // float64's 0.6 s for the same batch.)
     info.svd_matrices = 0;
     promote_listed(p, M, transposed, G, doubtful, info, opts);

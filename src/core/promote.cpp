@@ -3,8 +3,8 @@
 // Why: float32 forms M_i = A_i^T Z with an absolute error of up to about a eps_f ||A_i|| ||Z||
 // (a sum of a products per entry), so a sigma_min(M_i) / sigma_max(M_i) below roughly l eps_f
 // (the rank tolerance) is lost in the product, and the polar factor of such an M_i is noise in
-// its weakest direction. The float32 inputs themselves determine that ratio to far better: the
-// h200 run at 226e7c5 refused users at 1.4e-6 and 3e-6 that float64 aligned. So a user whose
+// its weakest direction. The float32 inputs themselves determine that ratio to far better: an
+// H200 run refused users at 1.4e-6 and 3e-6 that float64 aligned. So a user whose
 // float32 rank test fails is recomputed: M_i in float64 from the float32 A_i and Z, its polar
 // factor in float64, G_i rounded back to float32. Only when the float64 test fails too is the
 // user rank deficient. Written on the primitives, so every backend with float64 primitives

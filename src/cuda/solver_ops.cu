@@ -403,7 +403,7 @@ void syev_largest(Context& ctx, MatrixView<T> S, index_t k, T* evals, MatrixView
   if (S.cols() != n || k < 1 || k > n || V.rows() != n || V.cols() != k)
     throw InvalidInput("syev_largest: shapes do not match (internal error)");
   if constexpr (std::is_same_v<T, float>) {
-    // float32 symmetric matrices are solved by Dsyevdx. On the H200 at 226e7c5 the float32
+    // float32 symmetric matrices are solved by Dsyevdx. On an H200 the float32
     // Gram route of Imakura-DC and GOPP's spectral start (K = W W^T of 200 x 240 anchors, a
     // relative gap of 1e-4 below the 40th eigenvalue) came out 0.05 away from the CPU's, whose
     // float32 sgemm + ssyevr answer is 4e-5 from float64's: ~40x outside the eps ||K|| / gap

@@ -1,4 +1,4 @@
-// Alignment sharded over users (issues 16 and 29): the methods of src/core themselves, run on
+// Alignment sharded over users: the methods of src/core themselves, run on
 // every rank with its own users and an MpiTeam, which turns their reductions between users
 // (src/core/team.hpp) into MPI collectives. This file keeps only the transport, the checks of
 // the slices, the agreement on failures and the launch.

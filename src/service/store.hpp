@@ -1,8 +1,9 @@
 #pragma once
 // dcalign-server's metadata in SQLite (WAL mode, synchronous=FULL: a committed change survives
 // a crash of the process or the machine): collaborations, participants and the SHA-256 hashes
-// of their tokens, upload progress and jobs. Matrices are files in the data directory
-// (service/layout.hpp); this store records how far each is acknowledged. Every method is one
+// of their tokens, upload progress and jobs. Matrices are files in the data directory (their
+// paths: State's collaboration_dir, upload_dir and results_dir, service/state.hpp); this store
+// records how far each is acknowledged. Every method is one
 // transaction, serialised on one connection.
 #include <cstdint>
 #include <mutex>

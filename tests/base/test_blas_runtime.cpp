@@ -59,7 +59,7 @@ TEST(BlasKernels, TheTargetOfEveryLevelIsASetOfThatLevel) {
 }
 
 TEST(BlasKernels, AFallbackBelowTheCpuIsCorrected) {
-  // The case of issue 27: Debian's OpenBLAS 0.3.21 on a Xeon newer than it.
+  // The case that prompted it: Debian's OpenBLAS 0.3.21 on a Xeon newer than it.
   auto d = decide_kernels("Prescott", SimdLevel::avx512, false, nullptr, nullptr);
   EXPECT_EQ(d.target, "SkylakeX");
   EXPECT_EQ(d.chosen_by, "dcalign");

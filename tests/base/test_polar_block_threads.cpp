@@ -8,7 +8,7 @@
 // The other purpose is the races. This file depends on nothing but the header and GoogleTest,
 // so scripts/test-tsan.sh builds it alone under ThreadSanitizer: an access of one thread that
 // conflicts with another thread's between two barriers, which on the GPU would be a shared-
-// memory race (as the one racecheck found at fc9dbb1), is then reported and fails the run.
+// memory race (as the one racecheck once found), is then reported and fails the run.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Issue 12, hostile use of `dcalign align` and `dcalign enroll`, one test per class of failure:
+// Hostile use of `dcalign align` and `dcalign enroll`, one test per class of failure:
 // (1) no wrong success: meaningless option values and options the method ignores are usage
 // errors (status 2) before any work; (2) no lost or partial files: a run that fails changes no
 // existing output and leaves no temporary behind, and outputs replace a symbolic link rather
@@ -252,7 +252,7 @@ TEST_F(Hardening, ExperimentResultsAreReplacedTogether) {
 #endif
 }
 
-// ---- Issue 28, round 2.
+// ---- Hardening, round 2.
 
 // Class 1: an output never destroys something else. A directory that merely holds a file named
 // model.json is not a model and is never replaced; a FIFO (as a device node) is never replaced

@@ -44,7 +44,7 @@ std::string describe(const Shape& s) {
 template <typename T>
 class AlignTheorems : public ::testing::Test {
  protected:
-  // Tolerances (issue 2): double 1e-10 absolute on F_i G_i, whose entries are O(1) because F_i
+  // Tolerances: double 1e-10 absolute on F_i G_i, whose entries are O(1) because F_i
   // has orthonormal columns and G_i is orthogonal; float 1e-4 relative. Both sit a few orders
   // above eps(T) * cond(A_i^T A_1), the forward error bound of a polar factor, for the
   // moderately conditioned anchors drawn here (cond(A_i) < 50).

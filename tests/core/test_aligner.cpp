@@ -426,7 +426,7 @@ TEST(EnrolmentInput, RankDeficientNewUser) {
 }
 
 // Finite entries whose product with the target overflows: the user and the cure are named
-// (it was the polar factor's "matrix 0 contains NaN or Inf", issue 28 class 7).
+// (it was the polar factor's "matrix 0 contains NaN or Inf").
 TEST(EnrolmentInput, OverflowNamesTheUserAndTheCure) {
   for (Method m : {Method::odc, Method::gopp}) {
     auto f = fitted(m);
@@ -565,7 +565,7 @@ TEST_F(BadModel, AnotherMethodOrFormatVersion) {
   // An alignment report is JSON with a "method" but not a model.
   spit(dir_ + "/model.json", f_.aligner.enroll(f_.all.matrix(3)).report.to_json());
   expect_io([&] { Aligner<double>::load(dir_); }, {"model.json", "not a dcalign model"});
-  // save replaces only a dcalign model (issue 28 class 1): that directory is none any more.
+  // save replaces only a dcalign model: that directory is none any more.
   expect_io([&] { f_.aligner.save(dir_); }, {"not a dcalign model directory"});
   fs::remove_all(dir_);
   f_.aligner.save(dir_);

@@ -134,7 +134,7 @@ TEST(BadInput, ReferenceUserOutOfRange) {
   expect_invalid([&] { align(good_anchors(), opts); }, {"reference user 4", "4 users"});
 }
 
-// Issue 12 class 1 in the library: GOPP with no iteration would return an all-zero G.
+// No wrong success, in the library: GOPP with no iteration would return an all-zero G.
 TEST(BadInput, GoppNeedsAtLeastOneIterationAndAFiniteTolerance) {
   AlignOptions opts;
   opts.method = Method::gopp;

@@ -1,4 +1,4 @@
-// GOPP's stopping rule (src/core/gopp_stop.hpp, issue 26): on uniform anchors at
+// GOPP's stopping rule (src/core/gopp_stop.hpp): on uniform anchors at
 // (a, l, c) = (300, 10, 13), where the alternation converges at a rate of about 0.987 per
 // iteration, the defaults stop for a stated reason well below the cap in both precisions, at an
 // objective that agrees with a long float64 run; the cap still reports converged = false; every

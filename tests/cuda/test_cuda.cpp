@@ -771,7 +771,7 @@ TYPED_TEST(CudaVsCpu, PolarIterationStepByStep) {
         // differ by at most (l^2 - 1) u_d relative. Each backend then rounds twice to T (the
         // factor, the product): X agrees to 4 u_T + l^2 u_d = 2 eps_T + l^2 eps_d / 2, and
         // alpha = fl(||M||_F), one rounding each, to eps_T + l^2 eps_d / 2. (2 eps_T alone
-        // failed in double on the H200 at 226e7c5: 4.56e-16 against 4.44e-16.)
+        // failed in double on an H200: 4.56e-16 against 4.44e-16.)
         const double sum_bound = double(l * l) * eps<double>() / 2;
         this->cpu().polar_start(StackView<const T>(M.data(), c, l, l), transposed, hX, state.data(),
                                 0.0);
@@ -1158,7 +1158,7 @@ TYPED_TEST(CudaVsCpu, AlignEveryMethod) {
       runs.push_back({"kawakami (eigen)", o, true});
     }
     // The float64 reference from the same (float-representable) anchors: where the backends
-    // disagree, it says which one is off (on the H200 at 226e7c5 float32 Imakura-DC and GOPP's
+    // disagree, it says which one is off (on an H200 float32 Imakura-DC and GOPP's
     // spectral start differed by 0.05 here; the CPU's float32 run is 4e-5 from float64).
     Stack<double> wide(anchors.count(), anchors.rows(), anchors.cols());
     for (index_t i = 0; i < anchors.size(); ++i) wide.data()[i] = anchors.data()[i];
@@ -1200,8 +1200,8 @@ TYPED_TEST(CudaVsCpu, AlignEveryMethod) {
                     tol * std::max(1.0, rc.report.consensus_objective));
       }
       if (run.opts.method == Method::imakura) {
-        // The GPU's QR route reports the polar iteration's bound on the ratio of each R_k (H200,
-        // fc9dbb1: 0.125 against the exact 0.276 at l = 5), between exact / l and exact.
+        // The GPU's QR route reports the polar iteration's bound on the ratio of each R_k (an H200:
+        // 0.125 against the exact 0.276 at l = 5), between exact / l and exact.
         EXPECT_LE(rg.report.min_rank_ratio, rc.report.min_rank_ratio * (1 + tol));
         EXPECT_GE(rg.report.min_rank_ratio, rc.report.min_rank_ratio / double(cs.l) * (1 - tol));
       } else {
@@ -1316,7 +1316,7 @@ TEST(CudaBackend, Tf32OptionStillComputes) {
   EXPECT_LE(rel_diff(C, Cc), 1e-2);
 }
 
-// BackendOptions::cuda_stream (issue 32, the stream-aware tensor API): the backend queues its
+// BackendOptions::cuda_stream (the stream-aware tensor API): the backend queues its
 // work on the caller's stream. The caller's work queued before the call (the anchors' upload,
 // behind a delay and a NaN fill) is seen by it, whatever the host did meanwhile; and a third
 // stream kept busy far longer than the call is still busy when the call returns, so nothing

@@ -1,4 +1,4 @@
-// The distributed alignment against the single-process dcalign::align (issue 16). Run under
+// The distributed alignment against the single-process dcalign::align. Run under
 // `mpirun -np N` for N = 1..4 (tests/dist/CMakeLists.txt): every rank computes the
 // single-process result on the whole (small) stack and compares the G_i of its own users.
 //

@@ -71,7 +71,7 @@ TEST(Experiment, BadConfigsFailBeforeWork) {
   c.dataset = "synthetic";
   c.users = 100;
   expect_fails_fast([&] { experiment::run(c); }, "exceed the 6000 training samples");
-  // Class 7 of issue 12: sizes that overflow 64 bits are named, not wrapped (which would be
+  // Sizes that overflow 64 bits are named, not wrapped (which would be
   // undefined behaviour and could pass the comparison), and absurd anchors are refused before
   // they are allocated.
   c.users = index_t{1} << 40;

@@ -304,7 +304,7 @@ TEST(NriDc, ConfigErrorsNameTheKeyBeforeAnyWork) {
   EXPECT_EQ(c.holder(), "shared");
   EXPECT_EQ(c.nri_delta, 0.05);
   EXPECT_TRUE(c.nri_permute);
-  // (Keys of a model or method are read only where the file lists it: issue 28 class 6.)
+  // (Keys of a model or method are read only where the file lists it.)
   c = load_toml(d + "center = false\ntest_holder = \"own\"\nnri_permute = false\n" +
                 "models = [\"mlp\"]\nmethods = [\"kawakami\"]\n" +
                 "mlp_early_stopping = false\nkawakami_form = \"eigen\"\n");

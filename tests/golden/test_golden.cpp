@@ -1,6 +1,6 @@
 // Golden values: every method's G_i and objective on fixed anchors, and the records of the
 // README's synthetic default experiment, against tests/golden/reference.json, committed before
-// the restructuring of issue 29 so that it changes no result. The comparison is bit-for-bit
+// the restructuring of the layers so that it changes no result. The comparison is bit-for-bit
 // where the BLAS kernel set, dcalign's own CPU kernels, the core count and the build's compiler
 // and flags are those the reference was recorded with; on any other CPU the G_i and objectives
 // agree within 1e-12 relative and the SVM's accuracies are equal (the MLP's: see

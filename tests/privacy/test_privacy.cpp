@@ -34,7 +34,7 @@ void expect_printed(double got, double want, double ulp_printed, const std::stri
 }
 
 TEST(PrivacyAgm, MatchesTheIssuesIndependentValues) {
-  // Issue 14 item 5, Delta = 1, delta = 1e-3, printed to 8 significant digits.
+  // Delta = 1, delta = 1e-3, printed to 8 significant digits.
   const double delta = 1e-3;
   expect_printed(analytic_gaussian_sigma(2, delta, 1), 1.4452392, 1e-7, "eps 2");
   expect_printed(analytic_gaussian_sigma(8, delta, 1), 0.48001375, 1e-8, "eps 8");

@@ -1,4 +1,4 @@
-"""Medians, ratios and PASS/MISS verdicts of bench/issue27_summary.py on hand-made documents."""
+"""Medians, ratios and PASS/MISS verdicts of bench/numpy_batched_summary.py on hand-made documents."""
 
 import argparse
 import json
@@ -10,7 +10,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-import issue27_summary as s27  # noqa: E402
+import numpy_batched_summary as s27  # noqa: E402
 
 
 def point(name, align, wall=None, numpy=(1.0,), gemm=(0.5,), size=None, failed=()):
@@ -128,7 +128,7 @@ class Goals(unittest.TestCase):
 
 class Markdown(unittest.TestCase):
     def test_table_and_lines(self):
-        run = {"command": "bench/run_issue27.sh", "cpu": {"model": "Test CPU", "avx512f": True,
+        run = {"command": "bench/run_odc_vs_numpy_batched.sh", "cpu": {"model": "Test CPU", "avx512f": True,
                                                           "cores": 2},
                "dcalign": {"binary": "b/dcalign", "blas_reported": None},
                "numpy": {"numpy": "9.9", "blas": {"openblas": {"version": "0.3.99",

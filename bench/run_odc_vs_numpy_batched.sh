@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27 (item 4): `dcalign align --method odc` (float64, default evaluation) against batched
+# `dcalign align --method odc` (float64, default evaluation) against batched
 # NumPy from PyPI (its current wheel and the OpenBLAS inside it), each run as a user runs it:
 # no BLAS or OpenMP environment variable for either side (the ones the caller has set are
 # removed here and recorded in run.json).
@@ -16,7 +16,7 @@
 # both sides see the same machine state. Results: OUT/<point>.json (all raw times), OUT/run.json
 # (machine, libraries, command), OUT/SUMMARY.md (table and PASS/MISS of the goals).
 #
-# Usage: bench/run_issue27.sh [--points small,f6a,f6c,f6l,l950,base] [--reps N] [--warmup N]
+# Usage: bench/run_odc_vs_numpy_batched.sh [--points small,f6a,f6c,f6l,l950,base] [--reps N] [--warmup N]
 #                             [--quick]
 #   --reps N     timed runs per point on each side (default 5, and 30 for small)
 #   --warmup N   untimed runs per point on each side (default 1)
@@ -35,8 +35,8 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
-command_line="bench/run_issue27.sh${*:+ $*}"
-die() { echo "run_issue27: $1" >&2; exit "${2:-1}"; }
+command_line="bench/run_odc_vs_numpy_batched.sh${*:+ $*}"
+die() { echo "run_odc_vs_numpy_batched: $1" >&2; exit "${2:-1}"; }
 
 # What a user has: no BLAS/OpenMP settings. Remove any the caller has, and record them.
 removed=()
@@ -93,16 +93,16 @@ IFS=, read -r -a point_list <<<"$points"
 for p in "${point_list[@]}"; do
   [[ -n ${size[$p]+x} ]] || die "unknown point '$p' (small f6a f6c f6l l950 base)" 2
 done
-echo "run_issue27: removed from the environment: ${removed[*]:-(none were set)}"
+echo "run_odc_vs_numpy_batched: removed from the environment: ${removed[*]:-(none were set)}"
 
 # --- NumPy from PyPI in its own venv.
 vpy=$venv/bin/python
 if [[ ! -x $vpy ]]; then
-  echo "run_issue27: creating $venv ($py -m venv)"
+  echo "run_odc_vs_numpy_batched: creating $venv ($py -m venv)"
   "$py" -m venv "$venv"
 fi
 if ! "$vpy" -c 'import numpy, threadpoolctl' 2>/dev/null; then
-  echo "run_issue27: pip install numpy threadpoolctl (PyPI, latest)"
+  echo "run_odc_vs_numpy_batched: pip install numpy threadpoolctl (PyPI, latest)"
   PIP_DISABLE_PIP_VERSION_CHECK=1 "$vpy" -m pip install --quiet numpy threadpoolctl
 fi
 "$vpy" -m pip freeze --all >"$scratch/pip-freeze.txt"
@@ -112,7 +112,7 @@ fi
 anchor_file() {  # anchor_file A L C -> path (creates it when missing)
   local f=$scratch/anchors_a$1_l$2_c$3_seed$seed.npy
   if [[ ! -s $f ]]; then
-    echo "run_issue27: generating $f" >&2
+    echo "run_odc_vs_numpy_batched: generating $f" >&2
     "$vpy" - "$f" "$1" "$2" "$3" "$seed" <<'EOF'
 import os, sys
 import numpy as np
@@ -150,7 +150,7 @@ I27_VERSION=$version_text "$vpy" - <<'EOF'
 import ctypes, json, os, sys
 e = os.environ
 sys.path.insert(0, e["I27_HERE"])
-from issue27_summary import reported_blas
+from numpy_batched_summary import reported_blas
 lib = e["I27_LIB"]
 config = corename = None
 if lib:
@@ -213,7 +213,7 @@ dcalign_run() {  # dcalign_run KIND INDEX; uses f, work, name, to_peer, from_pee
     {to_peer}>&- {from_peer}<&- || rc=$?
   t1=$EPOCHREALTIME
   echo "$1 $2 $t0 $t1 $rc" >>"$work/runs.tsv"
-  ((rc == 0)) || echo "run_issue27: dcalign failed ($rc) at $name:" \
+  ((rc == 0)) || echo "run_odc_vs_numpy_batched: dcalign failed ($rc) at $name:" \
     "$(cat "$work/stderr_$1_$2.txt")" >&2
 }
 
@@ -228,7 +228,7 @@ for name in "${point_list[@]}"; do
   f=$(anchor_file "$a" "$l" "$c")
   work=$scratch/runs/$name
   rm -rf "$work"; mkdir -p "$work"
-  echo "run_issue27: $name (a, l, c) = ($a, $l, $c): $n interleaved runs, warm-up $warmup"
+  echo "run_odc_vs_numpy_batched: $name (a, l, c) = ($a, $l, $c): $n interleaved runs, warm-up $warmup"
   load_start=$(cut -d' ' -f1-3 /proc/loadavg)
   busy_start=$(busy_fraction)
 
@@ -255,7 +255,7 @@ for name in "${point_list[@]}"; do
   load_end=$(cut -d' ' -f1-3 /proc/loadavg)
   busy_end=$(busy_fraction)
 
-  "$vpy" "$here/issue27_summary.py" assemble --name "$name" --a "$a" --l "$l" --c "$c" \
+  "$vpy" "$here/numpy_batched_summary.py" assemble --name "$name" --a "$a" --l "$l" --c "$c" \
     --runs "$work/runs.tsv" --reports "$work" --peer "$work/peer.json" --out "$out/$name.json" \
     --anchors "$f" --seed "$seed" --warmup "$warmup" --repetitions "$n" --started "$started" \
     --load-start "$load_start" --load-end "$load_end" \
@@ -264,6 +264,6 @@ for name in "${point_list[@]}"; do
     || failed=1
 done
 
-"$vpy" "$here/issue27_summary.py" summarize "$out" --run "$out/run.json" --summary "$out/SUMMARY.md"
-echo "run_issue27: results in $out (SUMMARY.md)"
+"$vpy" "$here/numpy_batched_summary.py" summarize "$out" --run "$out/run.json" --summary "$out/SUMMARY.md"
+echo "run_odc_vs_numpy_batched: results in $out (SUMMARY.md)"
 exit "$failed"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Issue 9: dcalign ODC (float64) against the lab-style NumPy loop (per-user numpy.linalg.svd) at
+# dcalign ODC (float64) against the lab-style NumPy loop (per-user numpy.linalg.svd) at
 # the paper's comparison points, in the same run of the driver, and, when a second build is
 # given, the same driver built from an earlier commit right after it (same machine, same BLAS):
 #   (a, l, c) = (1000, 50, 50), (20000, 50, 50), (1000, 50, 1000), (1000, 950, 50).
-# Usage: bench/run_issue9.sh [extra dcalign_sweep options]
+# Usage: bench/run_odc_vs_numpy_loop.sh [extra dcalign_sweep options]
 #   DCALIGN_BUILD      build directory holding bench/dcalign_sweep (default: build)
 #   DCALIGN_BASELINE   optional build directory of an earlier commit's dcalign_sweep
 #   OUT                output directory (default: bench/results/issue9)

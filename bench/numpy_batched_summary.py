@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Issue 27: raw per-point JSON for bench/run_issue27.sh, and its SUMMARY.md with the goals.
+"""ODC against batched NumPy: raw per-point JSON for bench/run_odc_vs_numpy_batched.sh, and its SUMMARY.md with the goals.
 
 Two subcommands (the script calls both; neither is timed):
 
-  issue27_summary.py assemble --name N --a A --l L --c C --runs TSV --reports DIR
+  numpy_batched_summary.py assemble --name N --a A --l L --c C --runs TSV --reports DIR
                               --peer PEER.json --out POINT.json [--anchors F] [--seed S]
                               [--warmup W] [--repetitions R] [--dcalign-command "..."]
       TSV has one line per dcalign process: KIND (warmup|run), INDEX, start and end of
       $EPOCHREALTIME, exit status; DIR holds report_KIND_INDEX.json and stderr_KIND_INDEX.txt.
-  issue27_summary.py summarize OUT_DIR [--run RUN.json] [--summary SUMMARY.md]
+  numpy_batched_summary.py summarize OUT_DIR [--run RUN.json] [--summary SUMMARY.md]
       reads OUT_DIR/<point>.json (schema dcalign-issue27-point/1), writes the table and the
       goal verdicts (PASS/MISS/N/A), and prints the verdicts.
 
@@ -288,7 +288,7 @@ def summarize(docs, run=None):
     docs = sorted(docs, key=order_key)
     rows = {d["name"]: point_row(d) for d in docs}
     goals = evaluate_goals(rows)
-    md = ["# Issue 27: dcalign ODC against batched NumPy from PyPI", ""]
+    md = ["# dcalign ODC against batched NumPy from PyPI", ""]
     md += _header(run)
     md += ["", "dcalign: `dcalign align --method odc` (float64, default evaluation), one process "
            "per run; alignment = the report's `seconds.total`, whole process = wall time of the "

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 2: dcalign against the plain NumPy peer at the paper's comparison points, float64, the
+# dcalign against the plain NumPy peer at the paper's comparison points, float64, the
 # three methods, same thread count, measured point by point in one run of the driver:
 #   (a, l, c) = (1000, 50, 50), (20000, 50, 50), (1000, 50, 1000), (1000, 950, 50).
-# Usage: bench/run_issue2.sh [extra dcalign_sweep options]
+# Usage: bench/run_methods_vs_numpy.sh [extra dcalign_sweep options]
 #   DCALIGN_BUILD  build directory holding bench/dcalign_sweep (default: build)
 #   OUT            output directory (default: bench/results/issue2)
 # Interrupted runs resume when started again (the driver keeps finished points).
