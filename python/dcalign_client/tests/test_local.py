@@ -22,7 +22,7 @@ import grpc
 import numpy as np
 
 from dcalign_client import Client, ServiceError, matrix_bytes, read_token_file
-from dcalign_client import client as client_module
+from dcalign_client import _outputs as outputs_module
 from dcalign_client._proto import analyst_pb2 as pb
 from dcalign_client._proto import analyst_pb2_grpc as pb_grpc
 
@@ -341,7 +341,7 @@ class FakeServerTest(unittest.TestCase):
         self.assertEqual(sorted(os.listdir(self.root)), ["notes.txt", "out"])
         self.assertEqual((self.root / "notes.txt").read_text(), "beside it")
         # Where the file system cannot swap two directories in one step: moved aside first.
-        with mock.patch.object(client_module, "_exchange", return_value=False) as exchange:
+        with mock.patch.object(outputs_module, "_exchange", return_value=False) as exchange:
             self.fetched(out, {"G.npy": b"g3", "model/m.bin": b"m3"}, collaboration="c3")
             exchange.assert_called_once()
         self.assertEqual(sorted(os.listdir(out)), [".dcalign-fetch.json", "G.npy", "model"])
