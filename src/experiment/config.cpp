@@ -442,14 +442,19 @@ Config load_config(const std::string& path) {
   const auto model = [&](const char* name) { return lists(c.models, name); };
   for (const char* key : {"dp_epsilon", "dp_delta", "dp_row_range"})
     refuse_unused(key, c.dp_enabled(), "dp_target is \"released\" or \"raw\"");
-  refuse_unused("kawakami_form", method("kawakami"), "methods lists \"kawakami\"");
+  // The alignment options a file may set: used where methods lists a method of the option's
+  // schema row (dcalign/options.hpp).
+  for (const auto& o : option_schema()) {
+    if (o.toml.empty() || o.methods.empty()) continue;
+    bool used = false;
+    std::string unless = "methods lists ";
+    for (std::size_t k = 0; k < o.methods.size(); ++k) {
+      used = used || method(to_string(o.methods[k]).c_str());
+      unless += (k ? " or \"" : "\"") + to_string(o.methods[k]) + "\"";
+    }
+    refuse_unused(o.toml.c_str(), used, unless);
+  }
   refuse_unused("dim_assignment", !c.dim_per_user.empty(), "dim_per_user is given");
-  refuse_unused("imakura_right", method("imakura"), "methods lists \"imakura\"");
-  refuse_unused("odc_rotation", method("odc") || method("gopp"),
-                "methods lists \"odc\" or \"gopp\"");
-  refuse_unused("gopp_tolerance", method("gopp"), "methods lists \"gopp\"");
-  refuse_unused("rdp_eta", method("rdp-ls") || method("rdp-opp"),
-                "methods lists \"rdp-ls\" or \"rdp-opp\"");
   for (const char* key : {"svm_C", "svm_gamma"})
     refuse_unused(key, model("svm"), "models lists \"svm\"");
   for (const char* key :
