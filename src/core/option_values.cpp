@@ -249,8 +249,15 @@ std::string to_string(const OptionValue& v) {
 }
 
 void check_align_options(const AlignOptions& opts) {
+  // The rows read scalars only: copy those, not the supplied matrices (a target can be a x l).
   AlignRequest request;
-  request.align = opts;
+  AlignOptions& a = request.align;
+  a.method = opts.method;
+  a.seed = opts.seed;
+  a.reference_user = opts.reference_user;
+  a.svd = opts.svd;
+  a.gopp = opts.gopp;
+  a.rdp = opts.rdp;
   for (const auto& o : option_schema()) {
     // Choices are enumerations here, valid by their type (a "supplied" factor included).
     if (!o.used_by(opts.method) || o.key(OptionEntry::model_file).empty() ||
