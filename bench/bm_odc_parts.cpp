@@ -1,7 +1,8 @@
 // Where ODC's time goes on the CPU backend: the whole align() call and its two kernels, the
 // product W^T Z (one GEMM over all users) and the batched polar step (one small SVD per user),
 // each also in the form the NumPy peer uses (one GEMM per user; users one after the other).
-// Used to explain the issue-2 ratios (bench/README.md). Only the public API is used.
+// Used to explain the dcalign/NumPy ratios at the comparison points (bench/README.md,
+// results/issue2/). Only the public API is used.
 //
 //   bm_odc_parts --benchmark_filter=. [--benchmark_min_time=1s]
 //   DCALIGN_BENCH_THREADS=1 bm_odc_parts ...   (default: all logical CPUs)
@@ -56,7 +57,7 @@ struct Setup {
 };
 
 void args(benchmark::internal::Benchmark* b) {
-  // The issue-2 points (a, l, c).
+  // The comparison points (a, l, c) of bench/README.md, and (1000, 500, 50).
   b->Args({1000, 50, 50})->Args({20000, 50, 50})->Args({1000, 50, 1000})->Args({1000, 500, 50});
   b->Args({1000, 950, 50});
   b->Unit(benchmark::kMillisecond)->UseRealTime();

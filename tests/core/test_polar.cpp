@@ -106,10 +106,10 @@ class Polar : public ::testing::Test {};
 using Precisions = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(Polar, Precisions);
 
-// Tolerances of the issue: agreement with the SVD path within 1e-10 (double) / 1e-4 (float)
-// relative for kappa up to 1e6 / 1e3 (the forward error of any backward-stable polar algorithm
-// is about kappa u, 1.1e-10 / 6e-5 there); orthogonality 1e-12 / 1e-5 (a few hundred u, since
-// the Newton-Schulz polish leaves O(l u) and the Frobenius norm adds sqrt(l)).
+// Tolerances: agreement with the SVD path within 1e-10 (double) / 1e-4 (float) relative for
+// kappa up to 1e6 / 1e3 (the forward error of any backward-stable polar algorithm is about
+// kappa u, 1.1e-10 / 6e-5 there); orthogonality 1e-12 / 1e-5 (a few hundred u, since the
+// Newton-Schulz polish leaves O(l u) and the Frobenius norm adds sqrt(l)).
 template <typename T>
 double agreement_tolerance() {
   return std::is_same_v<T, double> ? 1e-10 : 1e-4;
@@ -156,7 +156,7 @@ TYPED_TEST(Polar, AgreesWithSvdPathAcrossOrdersAndConditions) {
 
 // The SVD path meets the iteration's orthogonality target too: U V^T is only as orthogonal as
 // the SVD's U and V (sgesdd: 1.6e-5 at l = 128; cuSOLVER's gesvdjBatched 3.2e-5 at l = 31 on
-// the H200 at 226e7c5), so float32's SVD path ends with one Newton-Schulz step.
+// the H200 of the first GPU run), so float32's SVD path ends with one Newton-Schulz step.
 TYPED_TEST(Polar, SvdPathMeetsTheOrthogonalityTarget) {
   using T = TypeParam;
   auto& p = cpu().primitives<T>();

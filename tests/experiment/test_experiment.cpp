@@ -147,8 +147,8 @@ TEST(Experiment, ConfigFileErrorsNameFileAndKey) {
   EXPECT_EQ(experiment::load_config(path).odc_rotation, "identity");
   std::ofstream(path) << "dataset = [unterminated\n";
   EXPECT_THROW(experiment::load_config(path), InvalidInput);
-  // Every committed config parses (at least the five the README and the issue name), in
-  // experiments/ and its folders (experiments/dp_000/).
+  // Every committed config parses (at least five), in experiments/ and its folders
+  // (experiments/dp_000/).
   int parsed = 0;
   for (const auto& entry : fs::recursive_directory_iterator(std::string(DCALIGN_TEST_DATA_DIR) +
                                                             "/../../experiments")) {
