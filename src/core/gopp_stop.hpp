@@ -21,7 +21,7 @@
 // double) and cancels from every difference, but c ||Z||^2 comes from products formed in T and
 // the G_i are orthogonal only to about eps(T), which moves ||A_i G_i||^2 away from ||A_i||^2 by
 // that fraction: f carries an absolute error of a few eps(T) S whatever its own size. Measured
-// over 300 iterations at the fixed point on the data (uniform anchors at (300, 10, 13),
+// over 300 iterations at the fixed point on its tuning data (uniform anchors at (300, 10, 13),
 // paper 004's Pima and Heart disease layouts, projected synthetic anchors): |f_k - median| <=
 // 0.44 eps S in float32 and <= 1.65 eps S in float64 (there the subtraction of two doubles of
 // size S rounds at eps S itself). nu = 8 eps(T) S.

@@ -22,7 +22,7 @@ struct Shape {
   index_t a, m, l, c;
 };
 
-// Random shapes from a fixed seed plus the edge cases the issue names: c = 1 and l = a.
+// Random shapes from a fixed seed plus the edge cases c = 1 and l = a.
 std::vector<Shape> shapes() {
   std::vector<Shape> s = {{40, 12, 6, 1}, {9, 14, 9, 3}, {1, 3, 1, 2}, {30, 10, 1, 4}};
   Rng rng(2024);
