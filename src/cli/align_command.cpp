@@ -26,16 +26,6 @@
 namespace dcalign::cli {
 namespace {
 
-// The schema's InvalidInput as a usage error (status 2).
-template <typename F>
-void usage_error(F&& f) {
-  try {
-    f();
-  } catch (const InvalidInput& e) {
-    throw UsageError(e.what());
-  }
-}
-
 // Rejects, before any work, a command line that cannot mean what it says: an option the chosen
 // method would ignore. Values have been checked as they were parsed (the option schema). Only
 // options the user gave count (cmd.count), so the defaults of other methods' options never trip
@@ -46,7 +36,7 @@ void check_align_args(const AlignArgs& a, const CLI::App& cmd) {
   const AlignOptions& o = a.request.align;
   // The schema's rule: an option belongs to the methods its row lists.
   for (const auto& row : option_schema())
-    if (cmd.count(row.cli) > 0) usage_error([&] { check_option_used(row, m, row.cli); });
+    if (cmd.count(row.cli) > 0) as_usage_error([&] { check_option_used(row, m, row.cli); });
   // The rules for options that depend on other options than --method.
   const bool randomized = o.svd.algorithm == SvdAlgorithm::randomized;
   const bool svd_used =

@@ -29,6 +29,17 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Runs `f` (a check of the option schema or the library) and returns what it returns; its
+/// InvalidInput becomes a UsageError with the same message (status 2).
+template <typename F>
+auto as_usage_error(F&& f) {
+  try {
+    return f();
+  } catch (const InvalidInput& e) {
+    throw UsageError(e.what());
+  }
+}
+
 /// Throws UsageError "OPT VALUE is out of range: expected EXPECTED", the one wording of every
 /// command's range checks.
 [[noreturn]] void out_of_range(const std::string& opt, const std::string& value,

@@ -51,19 +51,9 @@ std::string long_name(const CLI::Option* o) {
   return snames.empty() ? o->get_name() : "-" + snames.front();
 }
 
-// The schema's strict parse (dcalign/options.hpp), its InvalidInput a usage error here.
-template <typename F>
-auto usage(F&& f) {
-  try {
-    return f();
-  } catch (const InvalidInput& e) {
-    throw UsageError(e.what());
-  }
-}
-
 template <typename I>
 I parse_integer(const std::string& opt, const std::string& text, I lo, I hi) {
-  return usage([&] { return parse_integer_text<I>(opt, text, lo, hi); });
+  return as_usage_error([&] { return parse_integer_text<I>(opt, text, lo, hi); });
 }
 
 // A choice checked by its schema row, under the command line's spelling.
@@ -73,7 +63,7 @@ CLI::Option* add_schema_choice(CLI::App* cmd, const std::string& name, std::stri
   auto* o = cmd->add_option_function<std::string>(
       row.cli, [](const std::string&) {}, desc);
   o->each([&row, &var](const std::string& text) {
-    var = std::get<std::string>(usage([&] { return check_option(row, text, row.cli); }));
+    var = std::get<std::string>(as_usage_error([&] { return check_option(row, text, row.cli); }));
   });
   o->default_str(var);
   return o;
@@ -117,7 +107,7 @@ CLI::Option* add_real(CLI::App* cmd, const std::string& names, double& var,
   auto* o = cmd->add_option_function<std::string>(
       names, [](const std::string&) {}, desc);
   o->each([o, &var](const std::string& text) {
-    var = usage([&] { return parse_real_text(long_name(o), text); });
+    var = as_usage_error([&] { return parse_real_text(long_name(o), text); });
   });
   std::ostringstream os;
   os << var;
@@ -179,10 +169,7 @@ CLI::Option* add_schema_option(CLI::App* cmd, const OptionInfo& row, AlignReques
   auto* o = cmd->add_option_function<std::string>(
       row.cli, [](const std::string&) {}, desc);
   o->each([&row, &request](const std::string& text) {
-    usage([&] {
-      set_option(request, row, text, row.cli, OptionEntry::cli);
-      return 0;
-    });
+    as_usage_error([&] { set_option(request, row, text, row.cli, OptionEntry::cli); });
   });
   o->default_str(row.default_value);
   if (row.type == OptionType::integer)
@@ -213,7 +200,7 @@ void refuse_unused(const CLI::App& cmd, const std::string& opt, bool used, const
 }
 
 void check_threads(long long threads) {
-  usage([&] {
+  as_usage_error([&] {
     return check_option(option_info("threads"), static_cast<std::int64_t>(threads), "--threads");
   });
 }

@@ -110,6 +110,10 @@ std::string methods_using(const std::string& cli_option) {
   for (const auto& info : method_table())
     for (const auto& o : info.cli_options)
       if (o == cli_option) names.push_back(info.name);
+  return list_in_words(names);
+}
+
+std::string list_in_words(const std::vector<std::string>& names) {
   std::string s;
   for (size_t i = 0; i < names.size(); ++i)
     s += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];

@@ -70,5 +70,7 @@ const std::vector<MethodInfo>& method_table();
 const MethodInfo& method_info(Method m);
 /// "odc and gopp": the methods whose cli_options hold `option`, for messages.
 std::string methods_using(const std::string& cli_option);
+/// "a", "a and b", "a, b and c": names as messages list them.
+std::string list_in_words(const std::vector<std::string>& names);
 
 }  // namespace dcalign::core

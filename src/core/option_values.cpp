@@ -190,10 +190,9 @@ bool OptionInfo::used_by(Method m) const {
 
 std::string OptionInfo::methods_text() const {
   if (methods.empty()) return "every method";
-  std::string s;
-  for (std::size_t k = 0; k < methods.size(); ++k)
-    s += (k == 0 ? "" : k + 1 == methods.size() ? " and " : ", ") + to_string(methods[k]);
-  return s;
+  std::vector<std::string> names;
+  for (Method m : methods) names.push_back(to_string(m));
+  return core::list_in_words(names);
 }
 
 OptionValue check_option(const OptionInfo& o, const OptionValue& value, const std::string& where,
