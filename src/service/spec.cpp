@@ -80,17 +80,19 @@ void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit) {
 AlignRequest align_request(const v1::CollaborationSpec& spec) {
   AlignRequest r;
   r.align.method = parse_method(spec.method());
-  r.align.seed = spec.seed();
-  r.align.svd.seed = spec.seed() ^ 0x5eedULL;  // as every other entry point derives it
-  std::string keys;
-  for (const auto& o : option_schema())
-    if (!o.spec.empty()) keys += (keys.empty() ? "" : ", ") + o.spec;
+  // The seed through its schema row, which also derives the sketch's seed from it, as at every
+  // other entry point.
+  set_option(r, option_info("seed"), std::uint64_t{spec.seed()}, "spec.seed", OptionEntry::service);
   for (const auto& [key, value] : spec.options()) {
     const std::string where = "spec.options." + key;
     const OptionInfo* row = find_option(OptionEntry::service, key, r.align.method);
-    if (!row)
+    if (!row) {
+      std::string keys;  // the schema's spec keys, for the message
+      for (const auto& o : option_schema())
+        if (!o.spec.empty()) keys += (keys.empty() ? "" : ", ") + o.spec;
       throw InvalidInput("spec.options has the unknown key '" + shown_text(key) +
                          "': expected one of: " + keys);
+    }
     set_option(r, *row, value, where, OptionEntry::service);
     check_option_used(*row, r.align.method, where);
   }
