@@ -75,11 +75,15 @@ protobuf-compiler     tool
 openssl               tool
 protobuf-compiler-grpc tool
 libsqlite3-dev        host     SQLite3:off
+# the metrics endpoint of the service (src/service/metrics.cpp)
+libcpp-httplib-dev    host     DCALIGN_HTTPLIB_INCLUDE_DIR:off DCALIGN_HTTPLIB_LIBRARY:off
 # the DLPack header of the Python module (python/CMakeLists.txt; no default configure needs it)
 libdlpack-dev         host     DLPACK_INCLUDE_DIR
 # the Python client and its tests (python/dcalign_client)
 python3-grpcio        tool
 python3-protobuf      tool
+# the text-format parser in the test of the metrics endpoint (python/dcalign_client/tests)
+python3-prometheus-client tool
 libsvm-dev            learn    LIBSVM_INCLUDE_DIR LIBSVM_LIBRARY
 libtomlplusplus-dev   learn    tomlplusplus
 # the reference LAPACK: not linked (OpenBLAS is), kept for what installs it here

@@ -52,6 +52,7 @@ using SteadyClock = std::chrono::steady_clock;
 inline const std::string kAnalystToken = "bench-service-load-analyst-token-0123456789";
 
 struct Options {
+  int cpu_workers = 0;  ///< the server's --cpu-workers (0: its default)
   int collaborations = 50;
   int participants = 10;
   long long anchor_rows = 2000;
@@ -153,6 +154,10 @@ class ServerProcess {
              std::to_string(2 * streams + 64), "--max-connections",
              std::to_string(2 * streams + 64), "--max-chunk-bytes", std::to_string(o.chunk_bytes),
              "--shutdown-grace", "10"};
+    if (o.cpu_workers > 0) {
+      args_.push_back("--cpu-workers");
+      args_.push_back(std::to_string(o.cpu_workers));
+    }
     const std::string log = (dir / "server.log").string();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");

@@ -35,6 +35,9 @@ using namespace dcalign::bench_service_load;
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"bm_service_load: dcalign-server under the load of many collaborations"};
+  app.add_option("--cpu-workers", o.cpu_workers,
+                 "the server's job workers on the CPU (0: the server's default)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--collaborations", o.collaborations, "collaborations created by the analyst")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -159,6 +162,7 @@ int main(int argc, char** argv) {
   r["command"] = command;
   r["started_epoch"] = started_epoch;
   r["parameters"] = {
+      {"cpu_workers", o.cpu_workers},
       {"collaborations", o.collaborations},
       {"participants", o.participants},
       {"anchor_rows", o.anchor_rows},

@@ -280,6 +280,18 @@ std::shared_ptr<Backend> make_backend(Device device, const BackendOptions& opts 
 /// Whether make_backend(Device::cuda) can succeed here; `why` receives the reason if not.
 bool cuda_available(std::string* why = nullptr);
 
+/// A device's memory in bytes: free now, and in all.
+struct DeviceMemory {
+  std::uint64_t free = 0, total = 0;
+};
+/// Device::cpu: this machine's memory (MemAvailable and MemTotal of /proc/meminfo, each bounded
+/// by the memory limit of the process's cgroup when it has one). Device::cuda: cudaMemGetInfo on
+/// `device_id`. Throws BackendError with the reason when the device cannot be asked.
+DeviceMemory device_memory(Device device, int device_id = 0);
+/// The number of CUDA devices visible to this process: 0 without the CUDA backend, a driver or
+/// a GPU.
+int cuda_device_count();
+
 /// The host BLAS as it runs in this process. OpenBLAS picks its kernels when it loads; where it
 /// picked a set below what the CPU supports (a CPU newer than the library), dcalign loads the
 /// right set while it is itself loaded, before its first BLAS call, unless the user chose:

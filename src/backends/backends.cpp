@@ -2,6 +2,8 @@
 // only through src/backends/backends.hpp.
 #include "backends/backends.hpp"
 
+#include <fstream>
+#include <limits>
 #include <string>
 
 #include "base/blas_runtime.hpp"
@@ -38,5 +40,47 @@ std::shared_ptr<Backend> make_backend(Device device, const BackendOptions& opts)
   }
   throw BackendError("make_backend: unknown device");
 }
+
+namespace {
+
+// A value of /proc/meminfo in bytes ("MemAvailable:   123 kB"), or 0 when absent.
+std::uint64_t meminfo(const std::string& key) {
+  std::ifstream in("/proc/meminfo");
+  std::string name, unit;
+  std::uint64_t kib = 0;
+  while (in >> name >> kib) {
+    std::getline(in, unit);
+    if (name == key + ":") return kib * 1024;
+  }
+  return 0;
+}
+
+// The memory limit of this process's cgroup (v2: memory.max; v1: memory.limit_in_bytes), or
+// the largest value when it has none.
+std::uint64_t cgroup_limit() {
+  for (const char* f :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(f);
+    std::string v;
+    if (in >> v && !v.empty() && v != "max" &&
+        v.find_first_not_of("0123456789") == std::string::npos)
+      return std::stoull(v);
+  }
+  return std::numeric_limits<std::uint64_t>::max();
+}
+
+}  // namespace
+
+DeviceMemory device_memory(Device device, int device_id) {
+  if (device == Device::cuda) return cuda_device_memory(device_id);
+  DeviceMemory m;
+  const std::uint64_t limit = cgroup_limit();
+  m.total = std::min(meminfo("MemTotal"), limit);
+  m.free = std::min(meminfo("MemAvailable"), m.total);
+  if (m.total == 0) throw BackendError("cannot read this machine's memory from /proc/meminfo");
+  return m;
+}
+
+int cuda_device_count() { return cuda_devices(); }
 
 }  // namespace dcalign

@@ -20,5 +20,9 @@ std::shared_ptr<Backend> make_cuda_backend(const BackendOptions& opts);  // src/
 bool cuda_usable(std::string* why);
 }  // namespace cuda
 #endif
+// cuda_backend.cu with the backend, cuda_unavailable.cpp without: cudaMemGetInfo of a device
+// (BackendError when it cannot be had) and cudaGetDeviceCount (0 on any failure).
+DeviceMemory cuda_device_memory(int device_id);
+int cuda_devices();
 
 }  // namespace dcalign

@@ -1,6 +1,8 @@
 // dcalign-server: the analyst's service (src/service/server.hpp, README "The analyst service").
 //   dcalign-server --data-dir DIR --analyst-token-file FILE (--tls-cert C --tls-key K |
 //                  --insecure-localhost) [--listen HOST:PORT] [--port-file FILE] ...
+// Options may come from a TOML file (--config); --check-config checks them and exits. SIGHUP
+// re-reads the analyst token file (token rotation without a restart).
 // Runs until SIGTERM or SIGINT, then shuts down gracefully (calls in flight finish within
 // --shutdown-grace seconds, the running job finishes). Errors exit 1, usage errors 2; a server
 // that can no longer accept connections shuts down and exits 75 (EX_TEMPFAIL), for its
@@ -45,7 +47,8 @@ int main(int argc, char** argv) {
   using namespace dcalign;
   CLI::App app{"dcalign-server: the analyst's service of a Data Collaboration"};
   service::ServerOptions o;
-  std::string token_file, port_file;
+  std::string token_file, port_file, metrics_port_file;
+  bool check_config = false;
   long long max_chunk = static_cast<long long>(o.max_chunk_bytes);
   long long max_part = static_cast<long long>(o.max_part_bytes);
   long long upload_streams = o.max_upload_streams, streams = o.max_concurrent_streams;
@@ -62,7 +65,20 @@ int main(int argc, char** argv) {
   cli::add_path(&app, "--tls-key", o.tls_key_file, "the server's private key (PEM)");
   app.add_flag("--insecure-localhost", o.insecure_localhost,
                "plaintext, allowed only on a loopback address (development)");
-  app.add_option("--device", o.device, "auto, cpu or cuda")->capture_default_str();
+  app.add_option("--device", o.device,
+                 "where jobs run: auto (a worker per visible GPU, and CPU workers), cpu, or cuda "
+                 "(GPU workers only)")
+      ->capture_default_str();
+  app.add_option("--devices", o.devices, "CUDA devices, a worker each (e.g. 0,1)")->delimiter(',');
+  long long cpu_workers = -1, threads_per_job = 0, max_job = 0;
+  cli::add_integer(&app, "--cpu-workers", cpu_workers, 0, 1024,
+                   "CPU job workers (default: the hardware threads / --threads-per-job; with "
+                   "--device cuda, 0)");
+  cli::add_integer(&app, "--threads-per-job", threads_per_job, 1, 1024,
+                   "threads of a CPU worker's job (default 1)");
+  cli::add_integer(&app, "--max-job-bytes", max_job, 1LL << 20, 1LL << 50,
+                   "the most memory a job may need, estimated from its shapes (default: the "
+                   "worker's device memory)");
   cli::add_integer(&app, "--max-chunk-bytes", max_chunk, 1024, 64LL << 20,
                    "the largest upload chunk");
   cli::add_integer(&app, "--max-part-bytes", max_part, 1024, 1LL << 40,
@@ -90,11 +106,24 @@ int main(int argc, char** argv) {
                 "seconds a connection without calls is kept (default 300)");
   cli::add_real(&app, "--shutdown-grace", grace, "seconds calls in flight get at shutdown");
   cli::add_path(&app, "--port-file", port_file, "write the port here once listening");
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "host:port of the Prometheus endpoint (GET /metrics); plain HTTP on a loopback "
+                 "address, HTTPS (--tls-cert, --tls-key) on any other; default: none");
+  cli::add_path(&app, "--metrics-port-file", metrics_port_file,
+                "write the metrics endpoint's port here once listening");
+  // Every option above may come from a TOML file instead (key = the long name, e.g.
+  // data-dir = "/var/lib/dcalign-server"); the command line wins over the file.
+  app.set_config("--config", "", "read options from this TOML file");
+  app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error
+  app.add_flag("--check-config", check_config,
+               "check the options (and the token, TLS files and workers they name), then exit: 0 "
+               "when the server would start with them");
   // SIGTERM and SIGINT are taken by sigwait below: blocked before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // re-read the analyst token file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   try {
     app.parse(argc, argv);
@@ -109,7 +138,15 @@ int main(int argc, char** argv) {
     o.max_connections = static_cast<int>(connections);
     o.max_connections_per_peer = static_cast<int>(peer_connections);
     o.shutdown_grace_seconds = grace;
+    o.cpu_workers = app.count("--cpu-workers") ? static_cast<int>(cpu_workers) : -1;
+    o.threads_per_job = static_cast<int>(threads_per_job);
+    o.max_job_bytes = static_cast<std::uint64_t>(max_job);
     o.analyst_token = dcalign::service::read_token_file(token_file, "analyst token");
+    if (check_config) {
+      std::cout << "dcalign-server: the configuration is valid: " << service::check_startup(o)
+                << "\n";
+      return 0;
+    }
     // A server that cannot serve any more wakes the sigwait below as SIGTERM would.
     static std::atomic<bool> unusable{false};
     o.on_fatal = [](const std::string&) {
@@ -119,8 +156,20 @@ int main(int argc, char** argv) {
     service::Server server(o);
     server.start();
     if (!port_file.empty()) write_port_file(port_file, server.port());
-    int sig = 0;
-    sigwait(&signals, &sig);
+    if (!metrics_port_file.empty()) write_port_file(metrics_port_file, server.metrics_port());
+    for (;;) {
+      int sig = 0;
+      sigwait(&signals, &sig);
+      if (sig != SIGHUP) break;
+      // Token rotation: the file's new token replaces the old one, which is refused from now
+      // on. A bad file keeps the old token and says why.
+      try {
+        server.rotate_analyst_token(service::read_token_file(token_file, "analyst token"));
+      } catch (const std::exception& e) {
+        service::log_event("error", "analyst_token_not_rotated",
+                           {{"error", e.what()}, {"kept", "the previous token"}});
+      }
+    }
     server.shutdown();
     if (unusable) {
       std::cerr << "dcalign-server: error: the server could no longer accept connections and "

@@ -208,4 +208,32 @@ namespace dcalign {
 
 bool cuda_available(std::string* why) { return cuda::cuda_usable(why); }
 
+DeviceMemory cuda_device_memory(int device_id) {
+  const std::string reason = cuda::unusable_reason(device_id);
+  if (!reason.empty())
+    throw BackendError("the memory of CUDA device " + std::to_string(device_id) +
+                       " cannot be read: " + reason);
+  int current = 0;
+  std::size_t free = 0, total = 0;
+  cudaError_t status = cudaGetDevice(&current);
+  if (status == cudaSuccess) status = cudaSetDevice(device_id);
+  if (status == cudaSuccess) status = cudaMemGetInfo(&free, &total);
+  (void)cudaSetDevice(current);
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw BackendError("cudaMemGetInfo on CUDA device " + std::to_string(device_id) +
+                       " failed: " + cuda::describe(status));
+  }
+  return {static_cast<std::uint64_t>(free), static_cast<std::uint64_t>(total)};
+}
+
+int cuda_devices() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 }  // namespace dcalign

@@ -30,7 +30,7 @@ Status Access::authenticate(ServerContext* ctx, Caller* c) {
       return error(StatusCode::UNAUTHENTICATED,
                    "malformed token: expected printable ASCII characters without spaces");
   const std::string hash = sha256_hex(token);
-  if (equal_constant_time(hash, s_.analyst_hash)) {
+  if (equal_constant_time(hash, s_.analyst_token_hash())) {
     c->analyst = true;
     return Status::OK;
   }

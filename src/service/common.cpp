@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -258,6 +259,40 @@ void crash_point(const char* point) {
     log_event("warning", "crash_point", {{"point", point}, {"pass", armed.second}});
     ::kill(::getpid(), SIGKILL);
   }
+}
+
+void barrier_point(const char* point) {
+  // "NAME:N[:SECONDS]": the first N threads through NAME wait there until all N have come, at
+  // most SECONDS (default 30).
+  struct Armed {
+    std::string name;
+    long n = 0, seconds = 30;
+  };
+  static const Armed armed = [] {
+    const char* v = std::getenv("DCALIGN_SERVER_BARRIER");
+    Armed a;
+    a.name = v == nullptr ? "" : v;
+    if (const auto colon = a.name.find(':'); colon != std::string::npos) {
+      char* end = nullptr;
+      a.n = std::strtol(a.name.c_str() + colon + 1, &end, 10);
+      if (*end == ':') a.seconds = std::strtol(end + 1, nullptr, 10);
+      a.name.resize(colon);
+    }
+    return a;
+  }();
+  if (armed.name.empty() || armed.name != point || armed.n < 1) return;
+  static std::mutex mu;
+  static std::condition_variable cv;
+  static long arrived = 0;
+  std::unique_lock<std::mutex> lock(mu);
+  if (arrived >= armed.n) return;  // the barrier has opened: later passes go through
+  ++arrived;
+  log_event("info", "barrier_point", {{"point", point}, {"arrived", arrived}});
+  cv.notify_all();
+  if (!cv.wait_for(lock, std::chrono::seconds(armed.seconds), [] { return arrived >= armed.n; }))
+    throw Error(std::string("barrier ") + point + ": only " + std::to_string(arrived) + " of " +
+                std::to_string(armed.n) + " threads came within " + std::to_string(armed.seconds) +
+                " s");
 }
 
 bool fault_armed(const char* point, std::string* suffix) {

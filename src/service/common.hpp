@@ -95,6 +95,12 @@ void log_event(const char* level, const char* event,
 /// this is one comparison.
 void crash_point(const char* point);
 
+/// The concurrency tests' barrier: when DCALIGN_SERVER_BARRIER (read once) is `point:N` or
+/// `point:N:SECONDS`, the first N threads through `point` wait there until all N have come (at
+/// most SECONDS, default 30, then Error).
+/// Without the variable this is one comparison.
+void barrier_point(const char* point);
+
 /// The reliability tests' faults: DCALIGN_SERVER_FAULT (read once) names one point, with an
 /// optional ":ENOSPC". fault_armed says whether `point` is named (the suffix apart); fault_point
 /// throws OsError there (EIO, or ENOSPC) as a failed system call would.

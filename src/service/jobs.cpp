@@ -1,7 +1,8 @@
-// The job worker: one alignment at a time (one device), persisted in the store. A job's
-// results are written under a temporary name and published by one rename before the job is
-// marked done, so a fetch never sees part of them; a job interrupted by a crash is queued again
-// at the next start and recomputed from its inputs (recover()).
+// The job workers: each runs one job at a time on its device (service/workers.hpp says which
+// job it takes), persisted in the store. A job's results are written under a temporary name and
+// published by one rename before the job is marked done, so a fetch never sees part of them; a job
+// interrupted by a crash is queued again at the next start and recomputed from its inputs
+// (recover()).
 #include <algorithm>
 #include <cerrno>
 #include <fstream>
@@ -33,12 +34,6 @@ Matrix<double> read_part(const fs::path& file, index_t rows, index_t cols) {
   return m;
 }
 
-std::shared_ptr<Backend> job_backend(const std::string& device) {
-  if (device == "cpu") return make_backend(Device::cpu);
-  if (device == "cuda" || cuda_available()) return make_backend(Device::cuda);
-  return make_backend(Device::cpu);
-}
-
 template <typename T>
 std::pair<std::vector<Matrix<double>>, AlignReport> align_as(const std::vector<Matrix<double>>& A,
                                                              const AlignOptions& opts,
@@ -67,7 +62,7 @@ void write_file(const fs::path& p, const std::string& text) {
 }
 
 // Runs the job of `id` and publishes its results; returns the report (JSON).
-std::string run_job(State& s, const std::string& id) {
+std::string run_job(State& s, const std::string& id, const WorkerSpec& worker, Backend& backend) {
   v1::CollaborationSpec spec;
   if (!s.load_spec(id, &spec)) throw Error("the collaboration was deleted");
   bool float32 = false;
@@ -83,12 +78,18 @@ std::string run_job(State& s, const std::string& id) {
   std::vector<Matrix<double>> anchors;
   for (const auto& p : members)
     anchors.push_back(read_part(s.part_file(id, p, v1::PART_ANCHOR, true), a, l));
-  auto backend = job_backend(s.opts.device);
+  barrier_point("job.align");
   crash_point("job.align");
-  auto [G, report] = float32 ? align_as<float>(anchors, opts, *backend)
-                             : align_as<double>(anchors, opts, *backend);
+  const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  auto phase_start = std::chrono::steady_clock::now();
+  auto [G, report] =
+      float32 ? align_as<float>(anchors, opts, backend) : align_as<double>(anchors, opts, backend);
+  s.metrics.job_phase("align", seconds_since(phase_start));
   nlohmann::ordered_json report_json = nlohmann::ordered_json::parse(report.to_json());
   report_json["participants"] = members;
+  report_json["worker"] = worker.name;
 
   const fs::path dir = s.collaboration_dir(id);
   const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
@@ -120,10 +121,13 @@ std::string run_job(State& s, const std::string& id) {
                             static_cast<index_t>(labels->rows), 1));
     }
     crash_point("job.train");
+    phase_start = std::chrono::steady_clock::now();
     report_json["model"] = train_model(spec, X, y, tmp / kModelDir);
+    s.metrics.job_phase("train", seconds_since(phase_start));
   }
   const std::string report_text = report_json.dump(2);
 
+  phase_start = std::chrono::steady_clock::now();
   fault_point("job.write");
   for (std::size_t k = 0; k < members.size(); ++k) {
     const fs::path pdir = tmp / members[k];
@@ -138,48 +142,155 @@ std::string run_job(State& s, const std::string& id) {
   model_file::fsync_path(tmp, true);
   model_file::publish(tmp, s.results_dir(id));
   model_file::fsync_path(dir, true);
+  s.metrics.job_phase("publish", seconds_since(phase_start));
   crash_point("job.publish");
   return report_text;
 }
 
+// The memory the job of `id` needs (job_bytes with its participants' rows), kept in the State
+// while it is queued or runs. Under s.mu.
+std::uint64_t queued_job_bytes(State& s, const std::string& id) {
+  if (const auto it = s.job_bytes.find(id); it != s.job_bytes.end()) return it->second;
+  v1::CollaborationSpec spec;
+  if (!s.load_spec(id, &spec)) return 0;
+  std::uint64_t members = 0, rows = 0;
+  for (const auto& p : spec.participants()) {
+    if (!s.uploaded(id, spec, p)) continue;
+    ++members;
+    if (const auto data = s.store->part(id, p, v1::PART_DATA)) rows += data->rows;
+  }
+  return s.job_bytes[id] = job_bytes(spec, members, rows);
+}
+
+// What worker `w` can give a job now: its limit, less the estimates of the jobs running on its
+// device (the CPU workers share the host's memory), and no more than the device has free.
+std::uint64_t free_for_job(State& s, const WorkerSpec& w) {
+  std::uint64_t reserved = 0;
+  for (const auto& [id, worker] : s.job_workers) {
+    const WorkerSpec& o = s.workers[worker];
+    if (o.device == w.device && o.device_id == w.device_id) reserved += s.job_bytes[id];
+  }
+  std::uint64_t free = w.job_limit > reserved ? w.job_limit - reserved : 0;
+  try {
+    free = std::min(free, device_memory(w.device, w.device_id).free);
+  } catch (const std::exception& e) {
+    log_event("warning", "device_memory_unknown", {{"worker", w.name}, {"error", e.what()}});
+  }
+  return free;
+}
+
+// The next job for worker `w`, marked running; empty when the server stops. Under `lock`.
+std::string take_job(State& s, std::size_t w, std::unique_lock<std::mutex>& lock) {
+  const WorkerSpec& worker = s.workers[w];
+  std::string waiting_logged;
+  for (;;) {
+    if (s.stopping) return {};
+    std::vector<QueuedJob> queued;
+    const auto ids = s.store->jobs_in("queued");
+    for (std::size_t k = 0; k < ids.size(); ++k) {
+      const std::uint64_t bytes = queued_job_bytes(s, ids[k]);
+      std::string why;
+      if (!fits_some_worker(s.workers, bytes, &why)) {
+        // It would wait for ever: it fails now, with the reason (Run retries it).
+        JobRecord j = s.store->job(ids[k]);
+        j.state = "failed";
+        j.error = "the job was not started: " + why;
+        s.store->set_job(ids[k], j);
+        s.job_bytes.erase(ids[k]);
+        s.metrics.job_finished(false);
+        log_event("error", "job_refused", {{"collaboration", ids[k]}, {"error", j.error}});
+        continue;
+      }
+      queued.push_back({ids[k], static_cast<double>(k), bytes});
+    }
+    const auto pick = pick_job(queued, s.running_jobs, s.last_served, free_for_job(s, worker));
+    if (pick) {
+      const std::string id = queued[*pick].collaboration;
+      if (!s.store->transition_job(id, {"queued"}, "running")) continue;
+      s.running_jobs.insert(id);
+      s.job_workers[id] = w;
+      s.last_served[id] = ++s.served_count;
+      {
+        std::lock_guard<std::mutex> times(s.times_mu);
+        const auto now = std::chrono::steady_clock::now();
+        const auto since = [&](auto& map, const char* phase) {
+          const auto it = map.find(id);
+          if (it == map.end()) return;
+          s.metrics.job_phase(phase, std::chrono::duration<double>(now - it->second).count());
+          map.erase(it);
+        };
+        since(s.queued_since, "queue");
+        since(s.last_upload, "upload_to_run");
+      }
+      return id;
+    }
+    if (!queued.empty() && s.running_jobs.empty() &&
+        waiting_logged != queued.front().collaboration) {
+      // Nothing runs, yet nothing fits what this worker's device has free now (other processes
+      // hold it): the jobs wait, and the log says why once.
+      waiting_logged = queued.front().collaboration;
+      log_event("warning", "job_waits_for_memory",
+                {{"collaboration", waiting_logged},
+                 {"worker", worker.name},
+                 {"needs", queued.front().bytes},
+                 {"free", free_for_job(s, worker)}});
+    }
+    s.cv.wait_for(lock, std::chrono::seconds(5));
+  }
+}
+
 }  // namespace
 
-void run_job_worker(State& s) {
+void run_job_worker(State& s, std::size_t w) {
+  const WorkerSpec& worker = s.workers[w];
+  BackendOptions bo;
+  bo.threads = worker.threads;
+  bo.device_id = worker.device_id;
+  std::shared_ptr<Backend> backend;
   for (;;) {
     std::string id;
     {
       std::unique_lock<std::mutex> lock(s.mu);
-      for (;;) {
-        if (s.stopping) return;
-        const auto queued = s.store->jobs_in("queued");
-        if (!queued.empty()) {
-          id = queued.front();
-          break;
-        }
-        s.cv.wait_for(lock, std::chrono::seconds(5));
-      }
-      if (!s.store->transition_job(id, {"queued"}, "running")) continue;
-      s.running_job = id;
+      id = take_job(s, w, lock);
+      if (id.empty()) return;
     }
     const JobRecord started = s.store->job(id);
-    log_event("info", "job_started", {{"collaboration", id}, {"attempt", started.attempts}});
+    log_event("info", "job_started",
+              {{"collaboration", id},
+               {"job", id},
+               {"attempt", started.attempts},
+               {"worker", worker.name}});
     JobRecord end = started;
+    const auto began = std::chrono::steady_clock::now();
     try {
-      end.report = run_job(s, id);
+      if (!backend) backend = make_backend(worker.device, bo);
+      end.report = run_job(s, id, worker, *backend);
       end.state = "done";
       end.error.clear();
-      log_event("info", "job_done", {{"collaboration", id}});
     } catch (const std::exception& e) {
       end.state = "failed";
       // The store's copy is what callers read: without the server's paths (the log has them).
       end.error = out_of_space(e) ? "the server ran out of disk space while it ran the job "
                                     "(Run retries it once space is freed)"
                                   : redact_paths(e.what());
-      log_event("error", "job_failed", {{"collaboration", id}, {"error", e.what()}});
+      log_event("error", "job_error",
+                {{"collaboration", id}, {"job", id}, {"worker", worker.name}, {"error", e.what()}});
     }
+    s.metrics.worker_busy(
+        worker.name,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     std::lock_guard<std::mutex> lock(s.mu);
     s.store->set_job(id, end);
-    s.running_job.clear();
+    s.metrics.job_finished(end.state == "done");
+    // Said once the store holds it: a job_done line is a job that is never run again.
+    log_event(end.state == "done" ? "info" : "error",
+              end.state == "done" ? "job_done" : "job_failed",
+              {{"collaboration", id}, {"job", id}, {"worker", worker.name}});
+    s.running_jobs.erase(id);
+    s.job_workers.erase(id);
+    s.job_bytes.erase(id);
+    // Another worker may take this collaboration's next job, or the memory it held.
+    s.cv.notify_all();
   }
 }
 
@@ -264,6 +375,7 @@ void recover(State& s) {
                   " times (a crash of the server while it ran); Run retries it";
       } else {
         j.state = "queued";
+        s.note_queued(id);
       }
       s.store->set_job(id, j);
       log_event("warning", "job_recovered", {{"collaboration", id}, {"state", j.state}});

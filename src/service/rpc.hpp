@@ -28,14 +28,20 @@ inline constexpr const char* kJobErrorForParticipants =
 /// disk RESOURCE_EXHAUSTED, anything else INTERNAL with an incident number to find the log line.
 Status status_of(const char* rpc, const std::exception& e);
 
-/// Runs `body`, turning exceptions into statuses (status_of).
+/// Runs `body`, turning exceptions into statuses (status_of), and counts the call and its time
+/// in the server's metrics.
 template <typename F>
-Status guarded(const char* rpc, F&& body) {
+Status guarded(State& s, const char* rpc, F&& body) {
+  const auto start = std::chrono::steady_clock::now();
+  Status st;
   try {
-    return body();
+    st = body();
   } catch (const std::exception& e) {
-    return status_of(rpc, e);
+    st = status_of(rpc, e);
   }
+  s.metrics.rpc(rpc, static_cast<int>(st.error_code()),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return st;
 }
 
 class Service final : public v1::Analyst::Service {
@@ -44,12 +50,21 @@ class Service final : public v1::Analyst::Service {
 
   Status CreateCollaboration(ServerContext* ctx, const v1::CreateCollaborationRequest* req,
                              v1::CreateCollaborationResponse* resp) override {
-    return guarded("CreateCollaboration", [&] {
+    return guarded(s_, "CreateCollaboration", [&] {
       Caller c;
       if (auto st = access_.analyst(ctx, &c); !st.ok()) return st;
       check_request_id(req->request_id());
       if (answered(req->request_id(), *req, resp)) return Status::OK;
       check_spec(req->spec(), s_.opts.max_part_bytes);
+      // Its alignment's shapes are known: one that no worker could run is refused now (the
+      // data's rows, which a model adds, are checked when the job is queued).
+      std::string why;
+      if (!fits_some_worker(
+              s_.workers,
+              job_bytes(req->spec(), static_cast<std::uint64_t>(req->spec().participants_size()),
+                        0),
+              &why))
+        return error(StatusCode::FAILED_PRECONDITION, "the collaboration cannot run here: " + why);
       const std::string id = new_collaboration_id();
       std::vector<std::pair<std::string, std::string>> rows;
       for (const auto& p : req->spec().participants()) {
@@ -71,7 +86,7 @@ class Service final : public v1::Analyst::Service {
 
   Status ReissueToken(ServerContext* ctx, const v1::ReissueTokenRequest* req,
                       v1::ReissueTokenResponse* resp) override {
-    return guarded("ReissueToken", [&] {
+    return guarded(s_, "ReissueToken", [&] {
       Caller c;
       v1::CollaborationSpec spec;
       if (auto st = access_.analyst_on(ctx, req->collaboration_id(), &c, &spec); !st.ok())
@@ -93,7 +108,7 @@ class Service final : public v1::Analyst::Service {
   }
 
   Status Run(ServerContext* ctx, const v1::RunRequest* req, v1::RunResponse* resp) override {
-    return guarded("Run", [&] {
+    return guarded(s_, "Run", [&] {
       Caller c;
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
@@ -120,6 +135,7 @@ class Service final : public v1::Analyst::Service {
         s_.store->set_job(id, before);
       }
       if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
+        s_.note_queued(id);
         log_event("info", "job_queued",
                   {{"collaboration", id}, {"by", "analyst"}, {"participants_in", in}});
         s_.cv.notify_all();
@@ -131,14 +147,14 @@ class Service final : public v1::Analyst::Service {
 
   Status DeleteCollaboration(ServerContext* ctx, const v1::DeleteCollaborationRequest* req,
                              v1::DeleteCollaborationResponse*) override {
-    return guarded("DeleteCollaboration", [&] {
+    return guarded(s_, "DeleteCollaboration", [&] {
       Caller c;
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
       if (auto st = access_.analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
       {
         std::lock_guard<std::mutex> lock(s_.mu);
-        if (s_.running_job == id)
+        if (s_.running_jobs.count(id))
           return error(StatusCode::FAILED_PRECONDITION,
                        "collaboration " + id + " has a running job: delete it when it ends");
         // The rows go first: once they are gone no call reaches the files, and a crash
@@ -159,7 +175,7 @@ class Service final : public v1::Analyst::Service {
 
   Status GetStatus(ServerContext* ctx, const v1::GetStatusRequest* req,
                    v1::GetStatusResponse* resp) override {
-    return guarded("GetStatus", [&] {
+    return guarded(s_, "GetStatus", [&] {
       Caller c;
       v1::CollaborationSpec spec;
       const std::string& id = req->collaboration_id();
@@ -195,7 +211,7 @@ class Service final : public v1::Analyst::Service {
 
   Status GetUploadOffset(ServerContext* ctx, const v1::GetUploadOffsetRequest* req,
                          v1::GetUploadOffsetResponse* resp) override {
-    return guarded("GetUploadOffset", [&] {
+    return guarded(s_, "GetUploadOffset", [&] {
       Caller c;
       v1::CollaborationSpec spec;
       if (auto st = access_.participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok())
@@ -215,7 +231,7 @@ class Service final : public v1::Analyst::Service {
 
   Status DeleteRelease(ServerContext* ctx, const v1::DeleteReleaseRequest* req,
                        v1::DeleteReleaseResponse*) override {
-    return guarded("DeleteRelease", [&] {
+    return guarded(s_, "DeleteRelease", [&] {
       Caller c;
       v1::CollaborationSpec spec;
       if (auto st = access_.participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok())

@@ -18,16 +18,11 @@
 #include "service/common.hpp"
 #include "service/data_dir.hpp"
 #include "service/limits.hpp"
+#include "service/metrics.hpp"
 #include "service/state.hpp"
 
 namespace dcalign::service {
 namespace {
-
-bool loopback_host(const std::string& listen) {
-  const auto colon = listen.rfind(':');
-  const std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
-}
 
 // The key must belong to the certificate: gRPC would only fail to listen, and say nothing of why.
 void check_key_pair(const ServerOptions& o, const std::string& key, const std::string& cert) {
@@ -58,18 +53,91 @@ void check_key_pair(const ServerOptions& o, const std::string& key, const std::s
          "the certificate was issued for");
 }
 
+nlohmann::json worker_names(const std::vector<WorkerSpec>& workers) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& w : workers)
+    out.push_back(w.name + " (" + bytes_in_words(w.job_limit) + " per job" +
+                  (w.device == Device::cpu ? ", " + std::to_string(w.threads) + " threads" : "") +
+                  ")");
+  return out;
+}
+
+// What a scrape reads at its moment: the jobs' states, the workers, the data directory.
+Metrics::Gauges gauges(State& s) {
+  Metrics::Gauges g;
+  std::map<std::pair<int, int>, DeviceMemory> memory;  // (device, ordinal): asked once each
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    g.jobs_queued = s.store->jobs_in("queued").size();
+    g.jobs_running = s.running_jobs.size();
+    std::set<std::size_t> busy;
+    for (const auto& [id, w] : s.job_workers) busy.insert(w);
+    for (std::size_t k = 0; k < s.workers.size(); ++k) {
+      const WorkerSpec& w = s.workers[k];
+      Metrics::Gauges::Worker out;
+      out.name = w.name;
+      out.device = w.device == Device::cpu ? "cpu" : "cuda:" + std::to_string(w.device_id);
+      out.busy = busy.count(k) > 0;
+      g.workers.push_back(out);
+    }
+  }
+  for (std::size_t k = 0; k < s.workers.size(); ++k) {
+    const WorkerSpec& w = s.workers[k];
+    const std::pair<int, int> key{static_cast<int>(w.device), w.device_id};
+    try {
+      if (!memory.count(key)) memory[key] = device_memory(w.device, w.device_id);
+      g.workers[k].memory_known = true;
+      g.workers[k].memory_total = memory[key].total;
+      g.workers[k].memory_used = memory[key].total - std::min(memory[key].free, memory[key].total);
+    } catch (const std::exception&) {
+      // left out of the scrape: the device cannot be asked now
+    }
+  }
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(s.root, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file(ec)) g.data_dir_bytes += it->file_size(ec);
+  const auto space = fs::space(s.root, ec);
+  if (!ec) g.data_dir_free_bytes = space.available;
+  return g;
+}
+
+// The TLS key and certificate, checked to belong together.
+std::pair<std::string, std::string> read_key_pair(const ServerOptions& o) {
+  std::string key = read_small_file(o.tls_key_file, "TLS key");
+  std::string cert = read_small_file(o.tls_cert_file, "TLS certificate");
+  check_key_pair(o, key, cert);
+  return {std::move(key), std::move(cert)};
+}
+
 }  // namespace
+
+std::string check_startup(const ServerOptions& o) {
+  check_options(o);
+  const auto workers = plan_workers(o);
+  if (!o.insecure_localhost) read_key_pair(o);
+  std::string names;
+  for (const auto& w : worker_names(workers))
+    names += (names.empty() ? "" : ", ") + w.get<std::string>();
+  return "listen " + o.listen + (o.insecure_localhost ? " (plaintext)" : " (TLS)") + ", metrics " +
+         (o.metrics_listen.empty() ? std::string("off") : o.metrics_listen) + ", data directory " +
+         o.data_dir + ", workers: " + names;
+}
+
+void check_analyst_token(const std::string& token) {
+  if (token.size() < 16 || token.size() > 256)
+    throw InvalidInput("the analyst token has " + std::to_string(token.size()) +
+                       " characters: expected 16 to 256");
+  for (char ch : token)
+    if (ch <= ' ' || ch > '~')
+      throw InvalidInput("the analyst token must be printable ASCII without spaces");
+}
 
 void check_options(const ServerOptions& o) {
   if (o.data_dir.empty()) throw InvalidInput("--data-dir is required");
-  if (o.analyst_token.size() < 16 || o.analyst_token.size() > 256)
-    throw InvalidInput("the analyst token has " + std::to_string(o.analyst_token.size()) +
-                       " characters: expected 16 to 256");
-  for (char ch : o.analyst_token)
-    if (ch <= ' ' || ch > '~')
-      throw InvalidInput("the analyst token must be printable ASCII without spaces");
+  check_analyst_token(o.analyst_token);
   if (o.insecure_localhost) {
-    if (!loopback_host(o.listen))
+    if (!loopback_address(o.listen))
       throw InvalidInput(
           "--insecure-localhost listens only on 127.0.0.1, localhost or [::1], "
           "not on '" +
@@ -83,6 +151,15 @@ void check_options(const ServerOptions& o) {
   }
   if (o.device != "auto" && o.device != "cpu" && o.device != "cuda")
     throw InvalidInput("--device '" + o.device + "': expected auto, cpu or cuda");
+  if (o.max_job_bytes != 0 && o.max_job_bytes < (1u << 20))
+    throw InvalidInput("--max-job-bytes " + std::to_string(o.max_job_bytes) +
+                       " is out of range: expected 0 (the device's memory) or at least 1048576");
+  if (!o.metrics_listen.empty() && !loopback_address(o.metrics_listen) && o.insecure_localhost)
+    throw InvalidInput("--metrics-listen " + o.metrics_listen +
+                       " is not a loopback address: with --insecure-localhost the metrics are "
+                       "served on a loopback address only (elsewhere they need TLS)");
+  // The workers' options are checked with what this machine has (plan_workers, at start).
+  plan_workers(o, 1, 1024);
   if (o.max_chunk_bytes < 1024 || o.max_chunk_bytes > (64u << 20))
     throw InvalidInput("--max-chunk-bytes " + std::to_string(o.max_chunk_bytes) +
                        " is out of range: expected 1024 to 67108864");
@@ -106,7 +183,8 @@ struct Server::Impl {
   State state;
   std::unique_ptr<v1::Analyst::Service> service;
   std::unique_ptr<grpc::Server> server;
-  std::thread worker;
+  std::vector<std::thread> workers;
+  std::unique_ptr<MetricsEndpoint> metrics;
   int port = 0;
   std::once_flag shutdown_once;
   std::atomic<bool> fatal{false};
@@ -148,6 +226,7 @@ void Server::start_locked() {
   ensure_descriptor_limit(needed, "--max-connections " + std::to_string(s.opts.max_connections) +
                                       " with the stream limits and the server's own files");
   route_grpc_logs();
+  s.workers = plan_workers(s.opts);
   s.store = std::make_unique<Store>((s.root / "dcalign.db").string());
   recover(s);
 
@@ -155,9 +234,7 @@ void Server::start_locked() {
   if (s.opts.insecure_localhost) {
     creds = grpc::InsecureServerCredentials();
   } else {
-    const std::string key = read_small_file(s.opts.tls_key_file, "TLS key");
-    const std::string cert = read_small_file(s.opts.tls_cert_file, "TLS certificate");
-    check_key_pair(s.opts, key, cert);
+    const auto [key, cert] = read_key_pair(s.opts);
     grpc::SslServerCredentialsOptions ssl;
     ssl.pem_key_cert_pairs.push_back({key, cert});
     creds = grpc::SslServerCredentials(ssl);
@@ -205,21 +282,37 @@ void Server::start_locked() {
     log_event("error", "server_unusable", {{"reason", message}});
     if (impl->state.opts.on_fatal) impl->state.opts.on_fatal(message);
   });
-  impl_->worker = std::thread([&s] { run_job_worker(s); });
+  for (std::size_t w = 0; w < s.workers.size(); ++w)
+    impl_->workers.emplace_back([&s, w] { run_job_worker(s, w); });
+  if (!s.opts.metrics_listen.empty())
+    impl_->metrics = std::make_unique<MetricsEndpoint>(s.opts.metrics_listen, s.opts.tls_cert_file,
+                                                       s.opts.tls_key_file, s.metrics,
+                                                       [&s] { return gauges(s); });
   log_event("info", "server_started",
             {{"listen", s.opts.listen},
              {"port", impl_->port},
              {"tls", !s.opts.insecure_localhost},
              {"data_dir", s.root.string()},
+             {"workers", worker_names(s.workers)},
+             {"metrics_port", impl_->metrics ? impl_->metrics->port() : 0},
              {"max_connections", s.opts.max_connections},
              {"max_connections_per_peer", s.opts.max_connections_per_peer}});
 }
 
 int Server::port() const { return impl_->port; }
 
+void Server::rotate_analyst_token(const std::string& token) {
+  check_analyst_token(token);
+  impl_->state.set_analyst_token(token);
+  log_event("info", "analyst_token_rotated", {});
+}
+
+int Server::metrics_port() const { return impl_->metrics ? impl_->metrics->port() : 0; }
+
 void Server::wait() {
   if (impl_->server) impl_->server->Wait();
-  if (impl_->worker.joinable()) impl_->worker.join();
+  for (auto& t : impl_->workers)
+    if (t.joinable()) t.join();
 }
 
 void Server::shutdown() {
@@ -236,8 +329,10 @@ void Server::shutdown() {
         std::chrono::system_clock::now() +
         std::chrono::milliseconds(static_cast<long long>(s.opts.shutdown_grace_seconds * 1000));
     if (impl_->server) impl_->server->Shutdown(grace);
-    // The worker finishes the job it runs (its state is in the store whatever happens).
-    if (impl_->worker.joinable()) impl_->worker.join();
+    if (impl_->metrics) impl_->metrics->stop();
+    // Each worker finishes the job it runs (its state is in the store whatever happens).
+    for (auto& t : impl_->workers)
+      if (t.joinable()) t.join();
     s.lock.reset();  // another server may take the directory now
     log_event("info", "server_stopped", {});
   });

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace dcalign::service {
 
@@ -25,7 +26,19 @@ struct ServerOptions {
   std::string analyst_token;  ///< the analyst's secret (dcalign-server reads it from a file)
   std::string tls_cert_file, tls_key_file;  ///< PEM; required unless insecure_localhost
   bool insecure_localhost = false;          ///< plaintext, only on a loopback address
-  std::string device = "auto";              ///< auto (cuda when available), cpu or cuda
+  /// Where jobs run. auto: a worker on every visible GPU (unless `devices` names them) and
+  /// CPU workers; cpu: CPU workers only; cuda: GPU workers only (device 0 unless `devices`),
+  /// with CPU workers only when cpu_workers asks for them.
+  std::string device = "auto";
+  std::vector<int> devices;  ///< CUDA ordinals, a worker each (--devices 0,1,...)
+  int cpu_workers = -1;      ///< CPU workers; -1: the hardware threads / threads_per_job
+  int threads_per_job = 0;   ///< a CPU worker's threads; 0: 1
+  /// The most memory one job may need (estimated from its shapes); 0: the worker's device's
+  /// memory. A collaboration whose alignment needs more than every worker allows is refused.
+  std::uint64_t max_job_bytes = 0;
+  /// The Prometheus endpoint (GET /metrics), host:port; empty: none. Plain HTTP on a loopback
+  /// address; any other needs the TLS certificate and key, and serves HTTPS.
+  std::string metrics_listen;
   std::uint64_t max_chunk_bytes = 1u << 20;
   std::uint64_t max_part_bytes = std::uint64_t{1} << 32;  ///< bound on one part's total
   int max_upload_streams = 64;           ///< concurrent Upload streams, server-wide
@@ -48,6 +61,12 @@ struct ServerOptions {
 
 /// Rejects options that cannot work (InvalidInput naming the option).
 void check_options(const ServerOptions& opts);
+/// Everything start() checks before it touches the data directory: the options, the workers
+/// this machine can give, the TLS key pair and the metrics address. Returns a one-line summary
+/// (the workers, the listening addresses); throws InvalidInput naming what is wrong.
+std::string check_startup(const ServerOptions& opts);
+/// Rejects an analyst token that is not 16 to 256 printable ASCII characters without spaces.
+void check_analyst_token(const std::string& token);
 
 class Server {
  public:
@@ -60,6 +79,11 @@ class Server {
   void start();
   /// The port it listens on (after start()).
   int port() const;
+  /// The metrics endpoint's port (after start()), 0 without one.
+  int metrics_port() const;
+  /// Replaces the analyst's token (checked as at start): calls with the old one are refused
+  /// from now on. dcalign-server does this when SIGHUP comes (it re-reads the token file).
+  void rotate_analyst_token(const std::string& token);
   /// Blocks until shutdown() has completed.
   void wait();
   /// Stops taking calls, lets calls in flight finish within the grace period, and lets the

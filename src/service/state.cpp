@@ -9,6 +9,17 @@ namespace dcalign::service {
 State::State(ServerOptions o)
     : opts(std::move(o)), root(opts.data_dir), analyst_hash(sha256_hex(opts.analyst_token)) {}
 
+std::string State::analyst_token_hash() const {
+  std::lock_guard<std::mutex> lock(token_mu);
+  return analyst_hash;
+}
+
+void State::set_analyst_token(const std::string& token) {
+  const std::string hash = sha256_hex(token);
+  std::lock_guard<std::mutex> lock(token_mu);
+  analyst_hash = hash;
+}
+
 fs::path State::collaboration_dir(const std::string& id) const {
   return root / "collaborations" / id;
 }
@@ -48,9 +59,20 @@ void State::queue_if_complete(const std::string& id) {
   for (const auto& p : spec.participants())
     if (!uploaded(id, spec, p)) return;
   if (store->transition_job(id, {"none"}, "queued")) {
+    note_queued(id);
     log_event("info", "job_queued", {{"collaboration", id}, {"by", "last upload"}});
     notify();
   }
+}
+
+void State::note_queued(const std::string& id) {
+  std::lock_guard<std::mutex> lock(times_mu);
+  queued_since[id] = std::chrono::steady_clock::now();
+}
+
+void State::note_uploaded(const std::string& id) {
+  std::lock_guard<std::mutex> lock(times_mu);
+  last_upload[id] = std::chrono::steady_clock::now();
 }
 
 void State::notify() {

@@ -10,14 +10,17 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "dcalign/align.hpp"
 #include "dcalign/options.hpp"
 #include "dcalign/service/v1/analyst.grpc.pb.h"
 #include "service/data_dir.hpp"
 #include "service/limits.hpp"
+#include "service/metrics.hpp"
 #include "service/server.hpp"
 #include "service/store.hpp"
+#include "service/workers.hpp"
 
 namespace dcalign::service {
 
@@ -54,7 +57,9 @@ struct State {
 
   ServerOptions opts;
   fs::path root;
-  std::string analyst_hash;           ///< SHA-256 of the analyst's token
+  /// SHA-256 of the analyst's token; replaced while the server runs (token rotation).
+  std::string analyst_token_hash() const;
+  void set_analyst_token(const std::string& token);
   std::unique_ptr<DataDirLock> lock;  ///< held from before the store is opened
   std::unique_ptr<Store> store;
   std::unique_ptr<ConnectionGuard> connections;
@@ -72,6 +77,16 @@ struct State {
   std::mutex answers_mu;
   std::map<std::string, Answer> answers;
 
+  Metrics metrics;
+  mutable std::mutex token_mu;
+  std::string analyst_hash;  ///< under token_mu
+  /// When each queued job was queued, and when each collaboration's last part was stored (for
+  /// the metrics' queue and upload_to_run phases; lost at a restart).
+  std::mutex times_mu;
+  std::map<std::string, std::chrono::steady_clock::time_point> queued_since, last_upload;
+  void note_queued(const std::string& id);
+  void note_uploaded(const std::string& id);
+
   std::mutex mu;  ///< guards everything below
   std::condition_variable cv;
   bool stopping = false;
@@ -79,7 +94,13 @@ struct State {
   int upload_streams = 0;
   int fetch_streams = 0;
   std::map<std::string, int> streams_by_peer;  ///< Upload and Fetch streams by address
-  std::string running_job;                     ///< the collaboration whose job runs now, or empty
+  std::set<std::string> running_jobs;          ///< the collaborations whose job runs now
+  /// Round-robin across collaborations (pick_job): when each was last served, by a counter.
+  std::map<std::string, std::uint64_t> last_served;
+  std::uint64_t served_count = 0;
+  std::map<std::string, std::uint64_t> job_bytes;  ///< job_bytes of queued and running jobs
+  std::map<std::string, std::size_t> job_workers;  ///< running job -> the worker running it
+  std::vector<WorkerSpec> workers;                 ///< set at start (plan_workers)
 
   fs::path collaboration_dir(const std::string& id) const;
   fs::path upload_dir(const std::string& id, const std::string& participant) const;
@@ -99,8 +120,9 @@ struct State {
   void notify();
 };
 
-/// The job worker: runs queued jobs one at a time until state.stopping. Its own thread.
-void run_job_worker(State& state);
+/// Job worker `worker` (of state.workers): runs the jobs it picks (pick_job), one at a time,
+/// until state.stopping. Its own thread.
+void run_job_worker(State& state, std::size_t worker);
 /// At start: an interrupted job (state running) is queued again; results.tmp.* and orphan
 /// directories are removed; uploads in progress are cut back to their acknowledged length.
 void recover(State& state);

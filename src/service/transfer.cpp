@@ -153,7 +153,7 @@ PartScan scan_part(const fs::path& p, std::uint64_t rows, std::uint32_t classes,
 
 Status Service::Upload(ServerContext* ctx,
                        grpc::ServerReaderWriter<v1::UploadAck, v1::UploadRequest>* stream) {
-  return guarded("Upload", [&] {
+  return guarded(s_, "Upload", [&] {
     Caller c;
     if (auto st = access_.authenticate(ctx, &c); !st.ok()) return st;
     if (c.analyst)
@@ -289,6 +289,7 @@ Status Service::upload_stream(ServerContext* ctx, const Caller& c,
     committed += size;
     if (!s_.store->set_received(id, me, part, committed))
       throw GoneError("collaboration " + id + " (or this release) was deleted during the upload");
+    s_.metrics.uploaded(size);
     ack.set_committed(committed);
     if (!stream->Write(ack))
       return error(StatusCode::ABORTED,
@@ -366,13 +367,14 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
     throw GoneError("collaboration " + id + " (or this release) was deleted during the upload");
   log_event("info", "part_uploaded",
             {{"collaboration", id}, {"participant", me}, {"part", what}, {"bytes", r.total}});
+  s_.note_uploaded(id);
   s_.queue_if_complete(id);
   return Status::OK;
 }
 
 Status Service::Fetch(ServerContext* ctx, const v1::FetchRequest* req,
                       grpc::ServerWriter<v1::FetchChunk>* writer) {
-  return guarded("Fetch", [&] {
+  return guarded(s_, "Fetch", [&] {
     Caller c;
     v1::CollaborationSpec spec;
     if (auto st = access_.participant_of(ctx, req->collaboration_id(), &c, &spec); !st.ok())
