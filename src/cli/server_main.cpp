@@ -21,6 +21,7 @@
 
 #include "cli/commands.hpp"
 #include "dcalign/error.hpp"
+#include "service/backup.hpp"
 #include "service/common.hpp"
 #include "service/server.hpp"
 
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   using namespace dcalign;
   CLI::App app{"dcalign-server: the analyst's service of a Data Collaboration"};
   service::ServerOptions o;
-  std::string token_file, port_file, metrics_port_file;
+  std::string token_file, port_file, metrics_port_file, backup_to;
   bool check_config = false;
   long long max_chunk = static_cast<long long>(o.max_chunk_bytes);
   long long max_part = static_cast<long long>(o.max_part_bytes);
@@ -59,8 +60,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   cli::add_path(&app, "--data-dir", o.data_dir, "where the server keeps everything")->required();
   cli::add_path(&app, "--analyst-token-file", token_file,
-                "file holding the analyst's token (16-256 printable characters)")
-      ->required();
+                "file holding the analyst's token (16-256 printable characters); required "
+                "unless --backup-to");
   cli::add_path(&app, "--tls-cert", o.tls_cert_file, "the server's certificate chain (PEM)");
   cli::add_path(&app, "--tls-key", o.tls_key_file, "the server's private key (PEM)");
   app.add_flag("--insecure-localhost", o.insecure_localhost,
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
   // data-dir = "/var/lib/dcalign-server"); the command line wins over the file.
   app.set_config("--config", "", "read options from this TOML file");
   app.allow_config_extras(CLI::config_extras_mode::error);  // a misspelt key is an error
+  cli::add_path(&app, "--backup-to", backup_to,
+                "copy the data directory (the server may be running on it) to this new "
+                "directory, then exit; restore by starting a server on the copy");
   app.add_flag("--check-config", check_config,
                "check the options (and the token, TLS files and workers they name), then exit: 0 "
                "when the server would start with them");
@@ -141,6 +145,13 @@ int main(int argc, char** argv) {
     o.cpu_workers = app.count("--cpu-workers") ? static_cast<int>(cpu_workers) : -1;
     o.threads_per_job = static_cast<int>(threads_per_job);
     o.max_job_bytes = static_cast<std::uint64_t>(max_job);
+    if (!backup_to.empty()) {
+      std::cout << "dcalign-server: backup: " << service::backup_data_dir(o.data_dir, backup_to)
+                << "\n";
+      return 0;
+    }
+    if (token_file.empty())
+      throw cli::UsageError("--analyst-token-file is required (the analyst's secret)");
     o.analyst_token = dcalign::service::read_token_file(token_file, "analyst token");
     if (check_config) {
       std::cout << "dcalign-server: the configuration is valid: " << service::check_startup(o)

@@ -122,6 +122,21 @@ v1::ParticipantToken Client::reissue(const std::string& id, const std::string& p
   return resp.token();
 }
 
+v1::ParticipantToken Client::add_participant(const std::string& id, const std::string& participant,
+                                             const std::string& request_id) {
+  v1::AddParticipantRequest req;
+  req.set_collaboration_id(id);
+  req.set_participant(participant);
+  req.set_request_id(request_id.empty() ? new_request_id() : request_id);
+  v1::AddParticipantResponse resp;
+  retried("AddParticipant", [&] {
+    grpc::ClientContext ctx;
+    prepare(ctx);
+    return stub_->AddParticipant(&ctx, req, &resp);
+  });
+  return resp.token();
+}
+
 std::string Client::run(const std::string& id) {
   grpc::ClientContext ctx;
   prepare(ctx);

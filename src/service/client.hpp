@@ -43,6 +43,9 @@ class Client {
                                          const std::string& request_id = "");
   v1::ParticipantToken reissue(const std::string& id, const std::string& participant,
                                const std::string& request_id = "");
+  /// Adds a participant who joins after the run (its token; it uploads its anchor only).
+  v1::ParticipantToken add_participant(const std::string& id, const std::string& participant,
+                                       const std::string& request_id = "");
   std::string run(const std::string& id);
   void delete_collaboration(const std::string& id);
   v1::GetStatusResponse status(const std::string& id);

@@ -107,6 +107,42 @@ class Service final : public v1::Analyst::Service {
     });
   }
 
+  Status AddParticipant(ServerContext* ctx, const v1::AddParticipantRequest* req,
+                        v1::AddParticipantResponse* resp) override {
+    return guarded(s_, "AddParticipant", [&] {
+      Caller c;
+      v1::CollaborationSpec spec;
+      const std::string& id = req->collaboration_id();
+      if (auto st = access_.analyst_on(ctx, id, &c, &spec); !st.ok()) return st;
+      check_name("participant", req->participant());
+      check_request_id(req->request_id());
+      if (answered(req->request_id(), *req, resp)) return Status::OK;
+      // Enrolment aligns against the fitted alignment: it must exist.
+      const std::string state = s_.store->job(id).state;
+      if (state != "done")
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "a participant joins late only once the collaboration's job is done (it is " +
+                         state + "): until then the spec's participants are the collaboration");
+      if (static_cast<int>(s_.store->participants(id).size()) >= SpecLimits::kMaxParticipants)
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "collaboration " + id + " has " +
+                         std::to_string(SpecLimits::kMaxParticipants) +
+                         " participants, the most it may have");
+      const std::string token = new_token();
+      if (!s_.store->add_late_participant(id, req->participant(), sha256_hex(token)))
+        return error(
+            StatusCode::ALREADY_EXISTS,
+            "collaboration " + id + " already has a participant '" + req->participant() + "'");
+      resp->mutable_token()->set_participant(req->participant());
+      resp->mutable_token()->set_token(token);
+      remember(req->request_id(), *req, *resp);
+      const auto all = s_.store->participants(id);
+      log_event("info", "participant_added",
+                {{"collaboration", id}, {"participant_index", all.size() - 1}, {"late", true}});
+      return Status::OK;
+    });
+  }
+
   Status Run(ServerContext* ctx, const v1::RunRequest* req, v1::RunResponse* resp) override {
     return guarded(s_, "Run", [&] {
       Caller c;
@@ -134,8 +170,18 @@ class Service final : public v1::Analyst::Service {
         before.attempts = 0;
         s_.store->set_job(id, before);
       }
+      // Failed enrolments of late participants are retried too (their anchors are in).
+      if (before.state == "done")
+        for (const auto& p : s_.store->late_participants(id))
+          if (s_.store->job(id, p).state == "failed") {
+            JobRecord e = s_.store->job(id, p);
+            e.attempts = 0;
+            s_.store->set_job(id, e, p);
+            s_.store->transition_job(id, {"failed"}, "none", p);
+            s_.queue_enrolment(id, p);
+          }
       if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
-        s_.note_queued(id);
+        s_.note_queued({id, ""});
         log_event("info", "job_queued",
                   {{"collaboration", id}, {"by", "analyst"}, {"participants_in", in}});
         s_.cv.notify_all();
@@ -198,6 +244,27 @@ class Service final : public v1::Analyst::Service {
           part->set_complete(r.complete);
         }
       }
+      // Late participants: their enrolment; a participant sees its own, and the others' names.
+      for (const auto& p : s_.store->late_participants(id)) {
+        auto* ps = resp->add_participants();
+        ps->set_participant(p);
+        ps->set_late(true);
+        const auto anchor = s_.store->part(id, p, v1::PART_ANCHOR);
+        ps->set_uploaded(anchor && anchor->complete);
+        if (!c.analyst && p != c.who.participant) continue;
+        const JobRecord e = s_.store->job(id, p);
+        ps->set_enrolment_state(e.state);
+        ps->set_enrolment_error(e.error);
+        if (anchor) {
+          auto* part = ps->add_parts();
+          part->set_part(v1::PART_ANCHOR);
+          part->set_rows(anchor->rows);
+          part->set_cols(anchor->cols);
+          part->set_received(anchor->received);
+          part->set_total(anchor->total);
+          part->set_complete(anchor->complete);
+        }
+      }
       const JobRecord j = s_.store->job(id);
       resp->set_job_state(j.state);
       resp->set_job_attempts(static_cast<std::uint32_t>(j.attempts));
@@ -238,10 +305,12 @@ class Service final : public v1::Analyst::Service {
         return st;
       const auto& [id, me] = c.who;
       std::lock_guard<std::mutex> lock(s_.mu);
-      const std::string state = s_.store->job(id).state;
+      const bool late = s_.store->is_late(id, me);
+      const std::string state = s_.store->job(id, late ? me : "").state;
       if (state != "none" && state != "failed")
         return error(StatusCode::FAILED_PRECONDITION,
-                     "the release can no longer be deleted: the job is " + state);
+                     std::string("the release can no longer be deleted: the ") +
+                         (late ? "enrolment" : "job") + " is " + state);
       for (int p : {v1::PART_ANCHOR, v1::PART_DATA, v1::PART_LABELS})
         if (s_.active_parts.count(id + "/" + me + "/" + part_name(p)))
           return error(StatusCode::FAILED_PRECONDITION,

@@ -59,20 +59,29 @@ void State::queue_if_complete(const std::string& id) {
   for (const auto& p : spec.participants())
     if (!uploaded(id, spec, p)) return;
   if (store->transition_job(id, {"none"}, "queued")) {
-    note_queued(id);
+    note_queued({id, ""});
     log_event("info", "job_queued", {{"collaboration", id}, {"by", "last upload"}});
     notify();
   }
 }
 
-void State::note_queued(const std::string& id) {
+void State::note_queued(const JobKey& job) {
   std::lock_guard<std::mutex> lock(times_mu);
-  queued_since[id] = std::chrono::steady_clock::now();
+  queued_since[job] = std::chrono::steady_clock::now();
 }
 
-void State::note_uploaded(const std::string& id) {
+void State::note_uploaded(const JobKey& job) {
   std::lock_guard<std::mutex> lock(times_mu);
-  last_upload[id] = std::chrono::steady_clock::now();
+  last_upload[job] = std::chrono::steady_clock::now();
+}
+
+void State::queue_enrolment(const std::string& id, const std::string& participant) {
+  if (store->transition_job(id, {"none"}, "queued", participant)) {
+    note_queued({id, participant});
+    log_event("info", "job_queued",
+              {{"collaboration", id}, {"job", id + "/" + participant}, {"by", "late upload"}});
+    notify();
+  }
 }
 
 void State::notify() {

@@ -29,6 +29,11 @@ namespace fs = std::filesystem;
 /// The directory of the model h in a job's results (shared by the participants; a participant's
 /// name starts with a letter or digit, so it is never this).
 inline constexpr const char* kModelDir = "_model";
+/// The directory of the fitted Aligner in a job's results (a model directory of dcalign enroll):
+/// what the enrolment of a late participant starts from. Never fetched by a participant.
+inline constexpr const char* kAlignerDir = "_aligner";
+/// The name a job's temporary results start with: "." kResultsTag ".tmp" (removed at start).
+inline constexpr const char* kResultsTag = "results";
 
 /// The bounds a collaboration spec must keep (check_spec).
 struct SpecLimits {
@@ -83,9 +88,9 @@ struct State {
   /// When each queued job was queued, and when each collaboration's last part was stored (for
   /// the metrics' queue and upload_to_run phases; lost at a restart).
   std::mutex times_mu;
-  std::map<std::string, std::chrono::steady_clock::time_point> queued_since, last_upload;
-  void note_queued(const std::string& id);
-  void note_uploaded(const std::string& id);
+  std::map<JobKey, std::chrono::steady_clock::time_point> queued_since, last_upload;
+  void note_queued(const JobKey& job);
+  void note_uploaded(const JobKey& job);
 
   std::mutex mu;  ///< guards everything below
   std::condition_variable cv;
@@ -98,9 +103,9 @@ struct State {
   /// Round-robin across collaborations (pick_job): when each was last served, by a counter.
   std::map<std::string, std::uint64_t> last_served;
   std::uint64_t served_count = 0;
-  std::map<std::string, std::uint64_t> job_bytes;  ///< job_bytes of queued and running jobs
-  std::map<std::string, std::size_t> job_workers;  ///< running job -> the worker running it
-  std::vector<WorkerSpec> workers;                 ///< set at start (plan_workers)
+  std::map<JobKey, std::uint64_t> job_bytes;  ///< job_bytes of queued and running jobs
+  std::map<JobKey, std::size_t> job_workers;  ///< running job -> the worker running it
+  std::vector<WorkerSpec> workers;            ///< set at start (plan_workers)
 
   fs::path collaboration_dir(const std::string& id) const;
   fs::path upload_dir(const std::string& id, const std::string& participant) const;
@@ -116,6 +121,8 @@ struct State {
                 const std::string& participant);
   /// Queues the job when every participant has uploaded and it is not queued, running or done.
   void queue_if_complete(const std::string& id);
+  /// Queues the enrolment of late participant `participant` once its anchor is in.
+  void queue_enrolment(const std::string& id, const std::string& participant);
   /// Wakes the job worker.
   void notify();
 };
@@ -123,6 +130,14 @@ struct State {
 /// Job worker `worker` (of state.workers): runs the jobs it picks (pick_job), one at a time,
 /// until state.stopping. Its own thread.
 void run_job_worker(State& state, std::size_t worker);
+/// Runs the alignment of `id` (and fits the model h) on `backend`, and publishes the results
+/// with the fitted Aligner; returns the report (JSON).
+std::string run_alignment_job(State& state, const std::string& id, const WorkerSpec& worker,
+                              Backend& backend);
+/// Enrols late participant `participant` of `id` against the published Aligner and publishes
+/// its G_i beside the others' (which it does not touch); returns the report (JSON).
+std::string run_enrolment_job(State& state, const std::string& id, const std::string& participant,
+                              const WorkerSpec& worker, Backend& backend);
 /// At start: an interrupted job (state running) is queued again; results.tmp.* and orphan
 /// directories are removed; uploads in progress are cut back to their acknowledged length.
 void recover(State& state);

@@ -83,22 +83,42 @@ class Stmt {
   const std::string& path_;
 };
 
+// Version 2 of the schema (PRAGMA user_version). Version 1 (dcalign 0.2 and 0.3, which set no
+// user_version) had one job per collaboration and no late participants; migrate() brings it
+// here. A database of a later version is refused (a newer server wrote it).
 constexpr const char* kSchema = R"sql(
-CREATE TABLE IF NOT EXISTS collaborations (
+CREATE TABLE collaborations (
   id TEXT PRIMARY KEY, spec BLOB NOT NULL, created REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS participants (
+CREATE TABLE participants (
   collaboration TEXT NOT NULL, name TEXT NOT NULL, token_hash TEXT NOT NULL UNIQUE,
+  late INTEGER NOT NULL DEFAULT 0,
   PRIMARY KEY (collaboration, name));
-CREATE TABLE IF NOT EXISTS revoked_tokens (token_hash TEXT PRIMARY KEY, collaboration TEXT);
-CREATE TABLE IF NOT EXISTS parts (
+CREATE TABLE revoked_tokens (token_hash TEXT PRIMARY KEY, collaboration TEXT);
+CREATE TABLE parts (
   collaboration TEXT NOT NULL, participant TEXT NOT NULL, part INTEGER NOT NULL,
   rows INTEGER NOT NULL, cols INTEGER NOT NULL, total INTEGER NOT NULL,
   received INTEGER NOT NULL, sha256 TEXT NOT NULL, complete INTEGER NOT NULL,
   PRIMARY KEY (collaboration, participant, part));
-CREATE TABLE IF NOT EXISTS deleted_collaborations (id TEXT PRIMARY KEY, deleted REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS jobs (
-  collaboration TEXT PRIMARY KEY, state TEXT NOT NULL, attempts INTEGER NOT NULL,
-  error TEXT NOT NULL, report TEXT NOT NULL, updated REAL NOT NULL);
+CREATE TABLE deleted_collaborations (id TEXT PRIMARY KEY, deleted REAL NOT NULL);
+CREATE TABLE jobs (
+  collaboration TEXT NOT NULL, participant TEXT NOT NULL, state TEXT NOT NULL,
+  attempts INTEGER NOT NULL, error TEXT NOT NULL, report TEXT NOT NULL, updated REAL NOT NULL,
+  PRIMARY KEY (collaboration, participant));
+PRAGMA user_version = 2;
+)sql";
+
+// Version 1 to 2: jobs gain the participant they enrol ('' for a collaboration's alignment),
+// participants whether they joined late.
+constexpr const char* kVersion1To2 = R"sql(
+CREATE TABLE jobs_v2 (
+  collaboration TEXT NOT NULL, participant TEXT NOT NULL, state TEXT NOT NULL,
+  attempts INTEGER NOT NULL, error TEXT NOT NULL, report TEXT NOT NULL, updated REAL NOT NULL,
+  PRIMARY KEY (collaboration, participant));
+INSERT INTO jobs_v2 SELECT collaboration, '', state, attempts, error, report, updated FROM jobs;
+DROP TABLE jobs;
+ALTER TABLE jobs_v2 RENAME TO jobs;
+ALTER TABLE participants ADD COLUMN late INTEGER NOT NULL DEFAULT 0;
+PRAGMA user_version = 2;
 )sql";
 
 }  // namespace
@@ -115,7 +135,43 @@ Store::Store(const std::string& path) : path_(path) {
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=FULL");
   exec("PRAGMA foreign_keys=ON");
-  exec(kSchema);
+  migrate();
+}
+
+int Store::schema_version() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt v(db_, "PRAGMA user_version", path_);
+  return v.step() ? static_cast<int>(v.integer(0)) : 0;
+}
+
+void Store::migrate() {
+  exec("BEGIN IMMEDIATE");
+  try {
+    int version = 0;
+    bool empty = true;
+    {
+      Stmt v(db_, "PRAGMA user_version", path_);
+      if (v.step()) version = static_cast<int>(v.integer(0));
+      Stmt t(db_, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'collaborations'",
+             path_);
+      empty = !t.step();
+    }
+    if (version > kSchemaVersion)
+      throw IoError("the database " + path_ + " has schema version " + std::to_string(version) +
+                    ", written by a newer dcalign-server; this one reads versions 1 to " +
+                    std::to_string(kSchemaVersion) +
+                    ". Run the newer server, or restore a backup this version wrote");
+    if (empty) {
+      exec(kSchema);
+    } else if (version < 2) {  // 0: version 1, which set no user_version
+      exec(kVersion1To2);
+      log_event("info", "database_upgraded", {{"from", 1}, {"to", kSchemaVersion}});
+    }
+    exec("COMMIT");
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
 }
 
 Store::~Store() { sqlite3_close(db_); }
@@ -141,12 +197,12 @@ void Store::create_collaboration(
         .bind(3, now())
         .run();
     for (const auto& [name, hash] : participants)
-      Stmt(db_, "INSERT INTO participants VALUES (?, ?, ?)", path_)
+      Stmt(db_, "INSERT INTO participants VALUES (?, ?, ?, 0)", path_)
           .bind_text(1, id)
           .bind_text(2, name)
           .bind_text(3, hash)
           .run();
-    Stmt(db_, "INSERT INTO jobs VALUES (?, 'none', 0, '', '', ?)", path_)
+    Stmt(db_, "INSERT INTO jobs VALUES (?, '', 'none', 0, '', '', ?)", path_)
         .bind_text(1, id)
         .bind(2, now())
         .run();
@@ -361,10 +417,13 @@ void Store::delete_parts(const std::string& id, const std::string& participant) 
       .run();
 }
 
-JobRecord Store::job(const std::string& id) {
+JobRecord Store::job(const std::string& id, const std::string& enrolment) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT state, attempts, error, report FROM jobs WHERE collaboration = ?", path_);
-  s.bind_text(1, id);
+  Stmt s(db_,
+         "SELECT state, attempts, error, report FROM jobs WHERE collaboration = ? AND "
+         "participant = ?",
+         path_);
+  s.bind_text(1, id).bind_text(2, enrolment);
   JobRecord j;
   if (s.step()) {
     j.state = s.text(0);
@@ -375,11 +434,11 @@ JobRecord Store::job(const std::string& id) {
   return j;
 }
 
-void Store::set_job(const std::string& id, const JobRecord& j) {
+void Store::set_job(const std::string& id, const JobRecord& j, const std::string& enrolment) {
   std::lock_guard<std::mutex> lock(mu_);
   Stmt(db_,
        "UPDATE jobs SET state = ?, attempts = ?, error = ?, report = ?, updated = ? "
-       "WHERE collaboration = ?",
+       "WHERE collaboration = ? AND participant = ?",
        path_)
       .bind_text(1, j.state)
       .bind(2, std::int64_t{j.attempts})
@@ -387,30 +446,32 @@ void Store::set_job(const std::string& id, const JobRecord& j) {
       .bind_text(4, j.report)
       .bind(5, now())
       .bind_text(6, id)
+      .bind_text(7, enrolment)
       .run();
 }
 
 bool Store::transition_job(const std::string& id, const std::vector<std::string>& from,
-                           const std::string& to) {
+                           const std::string& to, const std::string& enrolment) {
   std::lock_guard<std::mutex> lock(mu_);
   exec("BEGIN IMMEDIATE");
   try {
     bool ok = false;
     {
-      Stmt q(db_, "SELECT state FROM jobs WHERE collaboration = ?", path_);
-      q.bind_text(1, id);
+      Stmt q(db_, "SELECT state FROM jobs WHERE collaboration = ? AND participant = ?", path_);
+      q.bind_text(1, id).bind_text(2, enrolment);
       if (q.step())
         for (const auto& f : from) ok = ok || q.text(0) == f;
     }
     if (ok)
       Stmt(db_,
            "UPDATE jobs SET state = ?, attempts = attempts + ?, error = '', updated = ? "
-           "WHERE collaboration = ?",
+           "WHERE collaboration = ? AND participant = ?",
            path_)
           .bind_text(1, to)
           .bind(2, std::int64_t{to == "running" ? 1 : 0})
           .bind(3, now())
           .bind_text(4, id)
+          .bind_text(5, enrolment)
           .run();
     exec(ok ? "COMMIT" : "ROLLBACK");
     return ok;
@@ -420,13 +481,62 @@ bool Store::transition_job(const std::string& id, const std::vector<std::string>
   }
 }
 
-std::vector<std::string> Store::jobs_in(const std::string& state) {
+std::vector<JobKey> Store::jobs_in(const std::string& state) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "SELECT collaboration FROM jobs WHERE state = ? ORDER BY updated", path_);
+  Stmt s(db_, "SELECT collaboration, participant FROM jobs WHERE state = ? ORDER BY updated",
+         path_);
   s.bind_text(1, state);
+  std::vector<JobKey> out;
+  while (s.step()) out.push_back({s.text(0), s.text(1)});
+  return out;
+}
+
+bool Store::add_late_participant(const std::string& id, const std::string& name,
+                                 const std::string& token_hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  exec("BEGIN IMMEDIATE");
+  try {
+    {
+      Stmt q(db_, "SELECT 1 FROM participants WHERE collaboration = ? AND name = ?", path_);
+      q.bind_text(1, id).bind_text(2, name);
+      if (q.step()) {
+        exec("ROLLBACK");
+        return false;
+      }
+    }
+    Stmt(db_, "INSERT INTO participants VALUES (?, ?, ?, 1)", path_)
+        .bind_text(1, id)
+        .bind_text(2, name)
+        .bind_text(3, token_hash)
+        .run();
+    Stmt(db_, "INSERT INTO jobs VALUES (?, ?, 'none', 0, '', '', ?)", path_)
+        .bind_text(1, id)
+        .bind_text(2, name)
+        .bind(3, now())
+        .run();
+    exec("COMMIT");
+    return true;
+  } catch (...) {
+    exec("ROLLBACK");
+    throw;
+  }
+}
+
+std::vector<std::string> Store::late_participants(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT name FROM participants WHERE collaboration = ? AND late = 1 ORDER BY rowid",
+         path_);
+  s.bind_text(1, id);
   std::vector<std::string> out;
   while (s.step()) out.push_back(s.text(0));
   return out;
+}
+
+bool Store::is_late(const std::string& id, const std::string& participant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Stmt s(db_, "SELECT late FROM participants WHERE collaboration = ? AND name = ?", path_);
+  s.bind_text(1, id).bind_text(2, participant);
+  return s.step() && s.integer(0) == 1;
 }
 
 }  // namespace dcalign::service

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 struct sqlite3;
@@ -26,6 +27,17 @@ struct PartRecord {
   std::uint64_t rows = 0, cols = 0, total = 0, received = 0;
   std::string sha256;
   bool complete = false;
+};
+
+/// A job: a collaboration's alignment (participant empty) or the enrolment of a late participant.
+struct JobKey {
+  std::string collaboration, participant;
+  bool operator<(const JobKey& o) const {
+    return std::tie(collaboration, participant) < std::tie(o.collaboration, o.participant);
+  }
+  bool operator==(const JobKey& o) const {
+    return collaboration == o.collaboration && participant == o.participant;
+  }
 };
 
 struct JobRecord {
@@ -73,17 +85,32 @@ class Store {
   void delete_part(const std::string& id, const std::string& participant, int part);
   void delete_parts(const std::string& id, const std::string& participant);
 
-  JobRecord job(const std::string& id);
-  void set_job(const std::string& id, const JobRecord& j);
+  /// The collaboration's alignment job, or with `enrolment` the enrolment of that late
+  /// participant.
+  JobRecord job(const std::string& id, const std::string& enrolment = "");
+  void set_job(const std::string& id, const JobRecord& j, const std::string& enrolment = "");
   /// Atomically moves a job from one of `from` to `to` (attempts + 1 when `to` is "running");
   /// false when the job was in none of them.
   bool transition_job(const std::string& id, const std::vector<std::string>& from,
-                      const std::string& to);
-  /// Collaborations whose job is in `state`, oldest change first.
-  std::vector<std::string> jobs_in(const std::string& state);
+                      const std::string& to, const std::string& enrolment = "");
+  /// The jobs in `state`, oldest change first.
+  std::vector<JobKey> jobs_in(const std::string& state);
+
+  /// Adds a participant who joins after the run (with its enrolment job, state none); false
+  /// when the collaboration already has one of that name.
+  bool add_late_participant(const std::string& id, const std::string& name,
+                            const std::string& token_hash);
+  std::vector<std::string> late_participants(const std::string& id);
+  bool is_late(const std::string& id, const std::string& participant);
+
+  /// The schema version this server writes; it opens versions 1 to this one (older ones are
+  /// upgraded in place, in one transaction) and refuses newer ones.
+  static constexpr int kSchemaVersion = 2;
+  int schema_version();
 
  private:
   void exec(const char* sql);
+  void migrate();
   sqlite3* db_ = nullptr;
   std::string path_;
   std::mutex mu_;

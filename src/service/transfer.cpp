@@ -174,20 +174,29 @@ Status Service::Upload(ServerContext* ctx,
     v1::CollaborationSpec spec;
     if (auto st = access_.participant_of(ctx, h.collaboration_id(), &c, &spec); !st.ok()) return st;
 
+    const std::string what = part_name(h.part());
+    const std::string key = c.who.collaboration + "/" + c.who.participant + "/" + what;
+    // A participant who joined late uploads its anchor only: it is enrolled, h is not retrained.
+    const bool late = s_.store->is_late(c.who.collaboration, c.who.participant);
+    if (late && h.part() != v1::PART_ANCHOR)
+      return error(StatusCode::FAILED_PRECONDITION,
+                   "participant " + c.who.participant +
+                       " joined after the run: it uploads its anchor only (its G_i is computed "
+                       "by enrolment; the model h is not retrained)");
     // The declared shape, against the collaboration's bounds, before anything is allocated.
     if (auto r = check_header(spec, h, s_.opts.max_part_bytes))
       return error(static_cast<StatusCode>(r->code), r->message);
-    const std::string what = part_name(h.part());
-    const std::string key = c.who.collaboration + "/" + c.who.participant + "/" + what;
     {
       std::lock_guard<std::mutex> lock(s_.mu);
       if (s_.stopping) return error(StatusCode::UNAVAILABLE, "the server is shutting down");
       if (s_.active_parts.count(key))
         return error(StatusCode::ABORTED, "another upload of the " + what + " is in progress");
-      const std::string state = s_.store->job(c.who.collaboration).state;
+      const std::string state =
+          s_.store->job(c.who.collaboration, late ? c.who.participant : "").state;
       if (state != "none" && state != "failed")
         return error(StatusCode::FAILED_PRECONDITION,
-                     "the release can no longer change: the job is " + state);
+                     std::string("the release can no longer change: the ") +
+                         (late ? "enrolment" : "job") + " is " + state);
       s_.active_parts.insert(key);
     }
     PartSlot part{s_, key};
@@ -367,8 +376,13 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
     throw GoneError("collaboration " + id + " (or this release) was deleted during the upload");
   log_event("info", "part_uploaded",
             {{"collaboration", id}, {"participant", me}, {"part", what}, {"bytes", r.total}});
-  s_.note_uploaded(id);
-  s_.queue_if_complete(id);
+  if (s_.store->is_late(id, me)) {
+    s_.note_uploaded({id, me});
+    s_.queue_enrolment(id, me);
+  } else {
+    s_.note_uploaded({id, ""});
+    s_.queue_if_complete(id);
+  }
   return Status::OK;
 }
 

@@ -1,11 +1,14 @@
-// What an operator does to a running dcalign-server: check a config file before starting it,
-// rotate the analyst token with SIGHUP.
+// What an operator does to a dcalign-server: check a config file before starting it, rotate
+// the analyst token with SIGHUP, back up and restore the data directory, upgrade the server.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <cstdio>
 #include <fstream>
 
 #include "server_process.hpp"
+#include "service/common.hpp"
+#include "service/store.hpp"
 
 namespace dcalign::service::testing {
 namespace {
@@ -121,6 +124,153 @@ TEST(ServiceOperations, SighupRotatesTheAnalystToken) {
   // The server keeps serving and stops cleanly.
   server.signal(SIGTERM);
   EXPECT_EQ(server.exit_code_within(20), 0) << server.log();
+}
+
+// Runs `sql` on the database file `db` (a test's own connection).
+void sql(const fs::path& db, const std::string& text) {
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(h, text.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(h);
+}
+
+int user_version(const fs::path& db) {
+  sqlite3* h = nullptr;
+  sqlite3_open(db.c_str(), &h);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(h, "PRAGMA user_version", -1, &st, nullptr);
+  const int v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return v;
+}
+
+TEST(ServiceOperations, ANewerServerOpensAnOlderDataDirectory) {
+  // A data directory as dcalign 0.3's server left it: schema version 1 (no user_version), one
+  // collaboration whose job is done and a participant's token.
+  TempDir dir;
+  const fs::path data = dir.path / "data";
+  const std::string id = "c" + std::string(32, 'a'), token = "dca_" + std::string(43, 'T');
+  fs::create_directories(data / "collaborations" / id / "uploads");
+  fs::create_directories(data / "collaborations" / id / "results" / "p0");
+  { std::ofstream(data / "collaborations" / id / "results" / "p0" / "report.json") << "{}"; }
+  { std::ofstream(data / "collaborations" / id / "results" / "p0" / "G.npy") << "G"; }
+  const std::string spec = small_spec(1).SerializeAsString();
+  std::string hex;
+  for (unsigned char ch : spec) {
+    static const char* digits = "0123456789abcdef";
+    hex += digits[ch >> 4];
+    hex += digits[ch & 15];
+  }
+  sql(data / "dcalign.db", R"sql(
+PRAGMA journal_mode=WAL;
+CREATE TABLE collaborations (id TEXT PRIMARY KEY, spec BLOB NOT NULL, created REAL NOT NULL);
+CREATE TABLE participants (collaboration TEXT NOT NULL, name TEXT NOT NULL,
+  token_hash TEXT NOT NULL UNIQUE, PRIMARY KEY (collaboration, name));
+CREATE TABLE revoked_tokens (token_hash TEXT PRIMARY KEY, collaboration TEXT);
+CREATE TABLE parts (collaboration TEXT NOT NULL, participant TEXT NOT NULL, part INTEGER NOT NULL,
+  rows INTEGER NOT NULL, cols INTEGER NOT NULL, total INTEGER NOT NULL, received INTEGER NOT NULL,
+  sha256 TEXT NOT NULL, complete INTEGER NOT NULL, PRIMARY KEY (collaboration, participant, part));
+CREATE TABLE deleted_collaborations (id TEXT PRIMARY KEY, deleted REAL NOT NULL);
+CREATE TABLE jobs (collaboration TEXT PRIMARY KEY, state TEXT NOT NULL, attempts INTEGER NOT NULL,
+  error TEXT NOT NULL, report TEXT NOT NULL, updated REAL NOT NULL);
+)sql" + std::string("INSERT INTO collaborations VALUES ('") +
+                               id + "', X'" + hex + "', 1);" +
+                               "INSERT INTO participants VALUES ('" + id + "', 'p0', '" +
+                               sha256_hex(token) + "');" + "INSERT INTO jobs VALUES ('" + id +
+                               "', 'done', 1, '', '{\"old\": true}', 1);");
+  ASSERT_EQ(user_version(data / "dcalign.db"), 0);
+  {
+    LiveServer server(test_options(data));
+    const auto st = client_for(server.port(), token).status(id);
+    EXPECT_EQ(st.job_state(), "done");
+    EXPECT_EQ(st.job_report(), "{\"old\": true}");
+    // What version 2 added works on the upgraded data: a late participant.
+    EXPECT_NO_THROW(client_for(server.port(), kAnalystToken).add_participant(id, "newcomer"));
+  }
+  EXPECT_EQ(user_version(data / "dcalign.db"), Store::kSchemaVersion);
+  EXPECT_NE(file_bytes(data / "collaborations" / id / "results" / "p0" / "G.npy"), "");
+}
+
+TEST(ServiceOperations, AnOlderServerRefusesANewerDataDirectory) {
+  TempDir dir;
+  { LiveServer server(test_options(dir.path / "data")); }
+  ASSERT_EQ(user_version(dir.path / "data" / "dcalign.db"), Store::kSchemaVersion);
+  // As a later dcalign-server would leave it.
+  sql(dir.path / "data" / "dcalign.db", "PRAGMA user_version = 3");
+  Server server(test_options(dir.path / "data"));
+  try {
+    server.start();
+    ADD_FAILURE() << "the server started on a newer database";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("has schema version 3, written by a newer "
+                                         "dcalign-server; this one reads versions 1 to 2"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(user_version(dir.path / "data" / "dcalign.db"), 3);  // untouched
+}
+
+TEST(ServiceOperations, AnOnlineBackupRestoresIntoAFreshDirectory) {
+  TempDir dir;
+  std::string c1, c2, late_token;
+  std::vector<std::string> tokens1, tokens2;
+  {
+    ServerProcess server(dir.path);
+    auto analyst = client_for(server.port(), kAnalystToken);
+    const Created a = create(server.port(), 3), b = create(server.port(), 2);
+    c1 = a.id;
+    c2 = b.id;
+    tokens1 = a.tokens;
+    tokens2 = b.tokens;
+    for (int i = 0; i < 3; ++i)
+      client_for(server.port(), tokens1[i])
+          .upload(c1, v1::PART_ANCHOR, random_matrix(80, 4, 60 + i));
+    ASSERT_EQ(wait_for_job(server.port(), c1), "done");
+    late_token = analyst.add_participant(c1, "late").token();
+    client_for(server.port(), late_token).upload(c1, v1::PART_ANCHOR, random_matrix(80, 4, 99));
+    client_for(server.port(), tokens2[0]).upload(c2, v1::PART_ANCHOR, random_matrix(80, 4, 70));
+    for (int i = 0; i < 500; ++i) {
+      const auto st = analyst.status(c1);
+      if (st.participants(3).enrolment_state() == "done") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // While the server runs.
+    const Output out = run_server("--data-dir " + (dir.path / "data").string() + " --backup-to " +
+                                  (dir.path / "backup").string());
+    ASSERT_EQ(out.status, 0) << out.text;
+    EXPECT_NE(out.text.find("backup: 2 collaborations"), std::string::npos) << out.text;
+    const Output again = run_server("--data-dir " + (dir.path / "data").string() + " --backup-to " +
+                                    (dir.path / "backup").string());
+    EXPECT_NE(again.status, 0);
+    EXPECT_NE(again.text.find("exists: a backup goes to a new directory"), std::string::npos)
+        << again.text;
+    for (const auto& [token, name] :
+         {std::pair<std::string, std::string>{tokens1[0], "p0"}, {late_token, "late"}})
+      client_for(server.port(), token).fetch(c1, (dir.path / ("before_" + name)).string());
+  }
+  // Restore: a server on the copy, after the original is gone.
+  fs::remove_all(dir.path / "data");
+  Launch restored;
+  restored.data = dir.path / "backup";
+  ServerProcess server(dir.path, "", restored);
+  for (const auto& [token, name] :
+       {std::pair<std::string, std::string>{tokens1[0], "p0"}, {late_token, "late"}}) {
+    client_for(server.port(), token).fetch(c1, (dir.path / ("after_" + name)).string());
+    for (const char* f : {"G.npy", "report.json"})
+      EXPECT_EQ(file_bytes(dir.path / ("after_" + name) / f),
+                file_bytes(dir.path / ("before_" + name) / f))
+          << name << " " << f;
+  }
+  // The collaboration in progress goes on where it was.
+  const auto st = client_for(server.port(), kAnalystToken).status(c2);
+  EXPECT_TRUE(st.participants(0).uploaded());
+  EXPECT_FALSE(st.participants(1).uploaded());
+  client_for(server.port(), tokens2[1]).upload(c2, v1::PART_ANCHOR, random_matrix(80, 4, 71));
+  EXPECT_EQ(wait_for_job(server.port(), c2), "done") << server.log();
 }
 
 }  // namespace
