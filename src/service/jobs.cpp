@@ -17,12 +17,6 @@ namespace {
 /// A job that crashed the server this many times is failed instead of retried again.
 constexpr int kMaxAttempts = 3;
 
-// The job's name in the log and the metrics: the collaboration, or "<id>/<participant>" for an
-// enrolment.
-std::string job_name(const JobKey& k) {
-  return k.participant.empty() ? k.collaboration : k.collaboration + "/" + k.participant;
-}
-
 // The memory a job needs (job_bytes with its participants' rows; an enrolment: one
 // participant's anchor), kept in the State while it is queued or runs. Under s.mu.
 std::uint64_t queued_job_bytes(State& s, const JobKey& k) {
@@ -94,7 +88,7 @@ std::optional<JobKey> take_job(State& s, std::size_t w, std::unique_lock<std::mu
         s.metrics.job_finished(false);
         log_event(
             "error", "job_refused",
-            {{"collaboration", key.collaboration}, {"job", job_name(key)}, {"error", j.error}});
+            {{"collaboration", key.collaboration}, {"job", s.job_id(key)}, {"error", j.error}});
         continue;
       }
       queued.push_back({key.collaboration, static_cast<double>(k), bytes});
@@ -146,7 +140,7 @@ void run_job_worker(State& s, std::size_t w) {
     const JobRecord started = s.store->job(id, key.participant);
     log_event("info", "job_started",
               {{"collaboration", id},
-               {"job", job_name(key)},
+               {"job", s.job_id(key)},
                {"attempt", started.attempts},
                {"worker", worker.name}});
     JobRecord end = started;
@@ -166,7 +160,7 @@ void run_job_worker(State& s, std::size_t w) {
                                   : redact_paths(e.what());
       log_event("error", "job_error",
                 {{"collaboration", id},
-                 {"job", job_name(key)},
+                 {"job", s.job_id(key)},
                  {"worker", worker.name},
                  {"error", e.what()}});
     }
@@ -179,7 +173,7 @@ void run_job_worker(State& s, std::size_t w) {
     // Said once the store holds it: a job_done line is a job that is never run again.
     log_event(end.state == "done" ? "info" : "error",
               end.state == "done" ? "job_done" : "job_failed",
-              {{"collaboration", id}, {"job", job_name(key)}, {"worker", worker.name}});
+              {{"collaboration", id}, {"job", s.job_id(key)}, {"worker", worker.name}});
     s.running_jobs.erase(id);
     s.job_workers.erase(key);
     s.job_bytes.erase(key);
@@ -240,7 +234,8 @@ void recover(State& s) {
         const fs::path done = s.part_file(id, p, r.part, true);
         if (r.complete) {
           if (!fs::exists(done)) {
-            log_event("error", "part_missing", {{"collaboration", id}, {"participant", p}});
+            log_event("error", "part_missing",
+                      {{"collaboration", id}, {"participant_index", s.participant_index(id, p)}});
             s.store->delete_part(id, p, r.part);
           }
           continue;
@@ -254,7 +249,8 @@ void recover(State& s) {
         }
         const auto size = fs::file_size(partial);
         if (size < r.received) {
-          log_event("error", "part_short", {{"collaboration", id}, {"participant", p}});
+          log_event("error", "part_short",
+                    {{"collaboration", id}, {"participant_index", s.participant_index(id, p)}});
           s.store->set_received(id, p, r.part, 0);
           fs::resize_file(partial, 0);
         } else if (size > r.received) {
@@ -275,7 +271,7 @@ void recover(State& s) {
     }
     s.store->set_job(key.collaboration, j, key.participant);
     log_event("warning", "job_recovered",
-              {{"collaboration", key.collaboration}, {"job", job_name(key)}, {"state", j.state}});
+              {{"collaboration", key.collaboration}, {"job", s.job_id(key)}, {"state", j.state}});
   }
 }
 

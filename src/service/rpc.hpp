@@ -102,7 +102,9 @@ class Service final : public v1::Analyst::Service {
       resp->mutable_token()->set_token(token);
       remember(req->request_id(), *req, *resp);
       log_event("info", "token_reissued",
-                {{"collaboration", req->collaboration_id()}, {"participant", req->participant()}});
+                {{"collaboration", req->collaboration_id()},
+                 {"participant_index",
+                  s_.participant_index(req->collaboration_id(), req->participant())}});
       return Status::OK;
     });
   }
@@ -183,7 +185,7 @@ class Service final : public v1::Analyst::Service {
       if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
         s_.note_queued({id, ""});
         log_event("info", "job_queued",
-                  {{"collaboration", id}, {"by", "analyst"}, {"participants_in", in}});
+                  {{"collaboration", id}, {"job", id}, {"by", "analyst"}, {"participants_in", in}});
         s_.cv.notify_all();
       }
       resp->set_state(s_.store->job(id).state);
@@ -319,7 +321,8 @@ class Service final : public v1::Analyst::Service {
       std::error_code ec;
       fs::remove_all(s_.upload_dir(id, me), ec);
       if (ec) throw IoError("cannot remove the release of " + me + ": " + ec.message());
-      log_event("info", "release_deleted", {{"collaboration", id}, {"participant", me}});
+      log_event("info", "release_deleted",
+                {{"collaboration", id}, {"participant_index", s_.participant_index(id, me)}});
       return Status::OK;
     });
   }

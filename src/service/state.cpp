@@ -1,6 +1,8 @@
 // The State's paths and queries (service/state.hpp).
 #include "service/state.hpp"
 
+#include <algorithm>
+
 #include "dcalign/error.hpp"
 #include "service/common.hpp"
 
@@ -60,7 +62,7 @@ void State::queue_if_complete(const std::string& id) {
     if (!uploaded(id, spec, p)) return;
   if (store->transition_job(id, {"none"}, "queued")) {
     note_queued({id, ""});
-    log_event("info", "job_queued", {{"collaboration", id}, {"by", "last upload"}});
+    log_event("info", "job_queued", {{"collaboration", id}, {"job", id}, {"by", "last upload"}});
     notify();
   }
 }
@@ -79,9 +81,21 @@ void State::queue_enrolment(const std::string& id, const std::string& participan
   if (store->transition_job(id, {"none"}, "queued", participant)) {
     note_queued({id, participant});
     log_event("info", "job_queued",
-              {{"collaboration", id}, {"job", id + "/" + participant}, {"by", "late upload"}});
+              {{"collaboration", id}, {"job", job_id({id, participant})}, {"by", "late upload"}});
     notify();
   }
+}
+
+long State::participant_index(const std::string& id, const std::string& participant) {
+  const auto all = store->participants(id);
+  const auto it = std::find(all.begin(), all.end(), participant);
+  return it == all.end() ? -1 : static_cast<long>(it - all.begin());
+}
+
+std::string State::job_id(const JobKey& job) {
+  if (job.participant.empty()) return job.collaboration;
+  return job.collaboration + "/enrol/" +
+         std::to_string(participant_index(job.collaboration, job.participant));
 }
 
 void State::notify() {

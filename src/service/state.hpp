@@ -123,6 +123,13 @@ struct State {
   void queue_if_complete(const std::string& id);
   /// Queues the enrolment of late participant `participant` once its anchor is in.
   void queue_enrolment(const std::string& id, const std::string& participant);
+  /// The participant's index in its collaboration (the spec's order, then late participants in
+  /// the order they joined), or -1: what the log names a participant by (never a token, nor a
+  /// name an institution chose).
+  long participant_index(const std::string& id, const std::string& participant);
+  /// A job's id in the log: the collaboration's id for its alignment, "<id>/enrol/<index>" for
+  /// the enrolment of its participant of that index.
+  std::string job_id(const JobKey& job);
   /// Wakes the job worker.
   void notify();
 };

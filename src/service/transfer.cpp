@@ -375,7 +375,10 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
   if (!s_.store->complete_part(id, me, part))
     throw GoneError("collaboration " + id + " (or this release) was deleted during the upload");
   log_event("info", "part_uploaded",
-            {{"collaboration", id}, {"participant", me}, {"part", what}, {"bytes", r.total}});
+            {{"collaboration", id},
+             {"participant_index", s_.participant_index(id, me)},
+             {"part", what},
+             {"bytes", r.total}});
   if (s_.store->is_late(id, me)) {
     s_.note_uploaded({id, me});
     s_.queue_enrolment(id, me);

@@ -5,6 +5,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "server_process.hpp"
 #include "service/common.hpp"
@@ -271,6 +274,49 @@ TEST(ServiceOperations, AnOnlineBackupRestoresIntoAFreshDirectory) {
   EXPECT_FALSE(st.participants(1).uploaded());
   client_for(server.port(), tokens2[1]).upload(c2, v1::PART_ANCHOR, random_matrix(80, 4, 71));
   EXPECT_EQ(wait_for_job(server.port(), c2), "done") << server.log();
+}
+
+TEST(ServiceOperations, TheLogTellsACollaborationsHistoryWithoutTokensOrNames) {
+  TempDir dir;
+  ServerProcess server(dir.path);
+  const Created c = create(server.port(), 2);
+  for (int i = 0; i < 2; ++i)
+    client_for(server.port(), c.tokens[i]).upload(c.id, v1::PART_ANCHOR, random_matrix(80, 4, i));
+  ASSERT_EQ(wait_for_job(server.port(), c.id), "done");
+  const std::string late =
+      client_for(server.port(), kAnalystToken).add_participant(c.id, "latecomer").token();
+  client_for(server.port(), late).upload(c.id, v1::PART_ANCHOR, random_matrix(80, 4, 9));
+  client_for(server.port(), c.tokens[1]).fetch(c.id, (dir.path / "out").string());
+  server.signal(SIGTERM);
+  ASSERT_EQ(server.exit_code_within(20), 0);
+  const std::string log = server.log();
+  std::map<std::string, int> seen;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    for (const auto& t : c.tokens) EXPECT_EQ(line.find(t), std::string::npos) << line;
+    EXPECT_EQ(line.find(late), std::string::npos) << line;
+    EXPECT_EQ(line.find(kAnalystToken), std::string::npos) << line;
+    EXPECT_EQ(line.find("latecomer"), std::string::npos) << line;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << line;
+    const std::string event = j.value("event", "");
+    if (j.value("collaboration", "") != c.id) continue;
+    ++seen[event];
+    EXPECT_FALSE(j.contains("participant")) << line;  // an index, never a name
+    if (event.rfind("job_", 0) == 0) {
+      EXPECT_TRUE(j.contains("job")) << line;
+    }
+    if (event == "part_uploaded" || event == "participant_added") {
+      EXPECT_TRUE(j.contains("participant_index")) << line;
+    }
+  }
+  // The whole history: creation, three uploads, the job, the late participant and its enrolment.
+  EXPECT_EQ(seen["collaboration_created"], 1);
+  EXPECT_EQ(seen["part_uploaded"], 3);
+  EXPECT_EQ(seen["job_queued"], 2);
+  EXPECT_EQ(seen["job_started"], 2);
+  EXPECT_EQ(seen["job_done"], 2);
+  EXPECT_EQ(seen["participant_added"], 1);
 }
 
 }  // namespace
