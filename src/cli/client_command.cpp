@@ -1,6 +1,7 @@
 // `dcalign client`: the analyst's and the participants' side of dcalign-server.
 //   create          (analyst) a collaboration from a JSON spec; one token file per participant
 //   reissue         (analyst) revoke a participant's token and write the new one
+//   add-participant (analyst) a participant who joins after the run; writes its token
 //   run             (analyst) queue the alignment
 //   delete          (analyst) remove a collaboration and all its files
 //   status          (both)    who has uploaded, the job's state and report
@@ -239,8 +240,8 @@ void add_client_command(CLI::App& app) {
   service::quiet_grpc_logs();
   auto* client = app.add_subcommand("client", kClientDescription);
   client->require_subcommand(1);
-  static Common common[8];
-  static std::string ids[8], spec_file, tokens_dir, participant, out_dir, request_id;
+  static Common common[9];
+  static std::string ids[9], spec_file, tokens_dir, participant, out_dir, request_id;
   static bool json = false;
   static UploadArgs up;
 
@@ -324,6 +325,33 @@ void add_client_command(CLI::App& app) {
                        " was reissued (the old one is revoked), "
                        "but the new one was not written to --token-out " +
                        out_dir,
+                   rid);
+    }
+  });
+
+  auto* add = client->add_subcommand(
+      "add-participant",
+      "Add a participant after the run (analyst); it uploads its anchor only and is enrolled");
+  add_common(add, common[8]);
+  add_path(add, "--collaboration", ids[8], "collaboration id")->required();
+  add_path(add, "--participant", participant, "the new participant's name")->required();
+  add_path(add, "--token-out", out_dir, "file for its token (a new name)")->required();
+  add_path(add, "--request-id", request_id,
+           "repeat an earlier call whose token was lost (printed when that happens)");
+  add->callback([] {
+    check_request_id(request_id);
+    io::StagedOutputs outputs;
+    protect_common(common[8], outputs);
+    const std::string tmp = outputs.stage(out_dir, "--token-out", io::Stage::new_private);
+    const std::string rid = request_id.empty() ? service::new_request_id() : request_id;
+    const auto t = connect(common[8]).add_participant(ids[8], participant, rid);
+    try {
+      write_text(tmp, t.token() + "\n", "the token");
+      outputs.commit();
+    } catch (const std::exception& e) {
+      recover_hint(e,
+                   "Participant " + participant +
+                       " was added, but its token was not written to --token-out " + out_dir,
                    rid);
     }
   });

@@ -107,6 +107,21 @@ int main(int argc, char** argv) {
                 "seconds a connection without calls is kept (default 300)");
   cli::add_real(&app, "--shutdown-grace", grace, "seconds calls in flight get at shutdown");
   cli::add_path(&app, "--port-file", port_file, "write the port here once listening");
+  long long mpi_max_ranks = 0;
+  cli::add_integer(&app, "--mpi-max-ranks", mpi_max_ranks, 0, 1024,
+                   "the most MPI ranks a spec's distributed job may ask for (0: no MPI path)");
+  app.add_option("--mpirun", o.mpirun, "Open MPI's launcher")->capture_default_str();
+  cli::add_path(&app, "--dcalign-mpi", o.dcalign_mpi,
+                "the dcalign-mpi every rank runs (default: the one beside dcalign-server; the "
+                "same path on every host)");
+  cli::add_path(&app, "--mpi-hostfile", o.mpi_hostfile,
+                "mpirun's hostfile for distributed jobs (default: every rank on this machine)");
+  cli::add_path(&app, "--mpi-hostfile-dir", o.mpi_hostfile_dir,
+                "a directory of hostfiles a spec may name (spec.distributed.hostfile)");
+  app.add_option("--mpi-arg", o.mpi_args, "an extra mpirun argument (repeatable)")
+      ->allow_extra_args(false);
+  cli::add_real(&app, "--mpi-timeout", o.mpi_timeout_seconds,
+                "seconds a distributed job may run before mpirun is stopped (default 86400)");
   app.add_option("--metrics-listen", o.metrics_listen,
                  "host:port of the Prometheus endpoint (GET /metrics); plain HTTP on a loopback "
                  "address, HTTPS (--tls-cert, --tls-key) on any other; default: none");
@@ -145,6 +160,7 @@ int main(int argc, char** argv) {
     o.cpu_workers = app.count("--cpu-workers") ? static_cast<int>(cpu_workers) : -1;
     o.threads_per_job = static_cast<int>(threads_per_job);
     o.max_job_bytes = static_cast<std::uint64_t>(max_job);
+    o.mpi_max_ranks = static_cast<int>(mpi_max_ranks);
     if (!backup_to.empty()) {
       std::cout << "dcalign-server: backup: " << service::backup_data_dir(o.data_dir, backup_to)
                 << "\n";

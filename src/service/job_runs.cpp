@@ -13,6 +13,7 @@
 #include "dcalign/npy.hpp"
 #include "dcalign/user.hpp"
 #include "service/common.hpp"
+#include "service/mpi_job.hpp"
 #include "service/state.hpp"
 #include "service/train.hpp"
 
@@ -107,9 +108,6 @@ std::string run_alignment_job(State& s, const std::string& id, const WorkerSpec&
   for (const auto& p : spec.participants())
     if (s.uploaded(id, spec, p)) members.push_back(p);
   if (members.empty()) throw Error("no participant has uploaded a release");
-  std::vector<Matrix<double>> anchors;
-  for (const auto& p : members)
-    anchors.push_back(read_part(s.part_file(id, p, v1::PART_ANCHOR, true), a, l));
   // The results are written under a temporary name, removed at once if the job fails.
   const fs::path dir = s.collaboration_dir(id);
   const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
@@ -118,10 +116,31 @@ std::string run_alignment_job(State& s, const std::string& id, const WorkerSpec&
   barrier_point("job.align");
   crash_point("job.align");
   auto phase_start = std::chrono::steady_clock::now();
-  auto [G, report] = float32 ? align_as<float>(anchors, opts, backend, tmp / kAlignerDir)
-                             : align_as<double>(anchors, opts, backend, tmp / kAlignerDir);
+  std::vector<Matrix<double>> G;
+  nlohmann::ordered_json report_json;
+  if (spec.has_distributed() && spec.distributed().ranks() > 0) {
+    // Over MPI: the ranks read the anchors from the data directory; the aligner is not kept
+    // (it would need every anchor in one process), so late participants cannot join.
+    const fs::path work = model_file::sibling(dir, kResultsTag, "tmp");
+    if (!fs::create_directory(work)) throw IoError("cannot create " + work.string());
+    RemoveUnlessPublished remove_work{work};
+    std::vector<fs::path> files;
+    for (const auto& p : members) files.push_back(s.part_file(id, p, v1::PART_ANCHOR, true));
+    MpiAlignment m = align_over_mpi(s.opts, spec, files, work);
+    log_event("info", "job_mpi", {{"collaboration", id}, {"job", id}, {"command", m.command}});
+    G = std::move(m.G);
+    report_json = nlohmann::ordered_json::parse(m.report);
+    report_json["ranks"] = spec.distributed().ranks();
+  } else {
+    std::vector<Matrix<double>> anchors;
+    for (const auto& p : members)
+      anchors.push_back(read_part(s.part_file(id, p, v1::PART_ANCHOR, true), a, l));
+    auto [g, report] = float32 ? align_as<float>(anchors, opts, backend, tmp / kAlignerDir)
+                               : align_as<double>(anchors, opts, backend, tmp / kAlignerDir);
+    G = std::move(g);
+    report_json = nlohmann::ordered_json::parse(report.to_json());
+  }
   s.metrics.job_phase("align", seconds_since(phase_start));
-  nlohmann::ordered_json report_json = nlohmann::ordered_json::parse(report.to_json());
   report_json["participants"] = members;
   report_json["worker"] = worker.name;
 

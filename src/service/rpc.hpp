@@ -10,6 +10,7 @@
 #include "dcalign/error.hpp"
 #include "service/access.hpp"
 #include "service/common.hpp"
+#include "service/mpi_job.hpp"
 #include "service/state.hpp"
 #include "service/upload_rules.hpp"
 
@@ -56,6 +57,9 @@ class Service final : public v1::Analyst::Service {
       check_request_id(req->request_id());
       if (answered(req->request_id(), *req, resp)) return Status::OK;
       check_spec(req->spec(), s_.opts.max_part_bytes);
+      if (auto refusal = distributed_refusal(s_.opts, req->spec()))
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "the collaboration cannot run here: " + *refusal);
       // Its alignment's shapes are known: one that no worker could run is refused now (the
       // data's rows, which a model adds, are checked when the job is queued).
       std::string why;
@@ -64,7 +68,9 @@ class Service final : public v1::Analyst::Service {
               job_bytes(req->spec(), static_cast<std::uint64_t>(req->spec().participants_size()),
                         0),
               &why))
-        return error(StatusCode::FAILED_PRECONDITION, "the collaboration cannot run here: " + why);
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "the collaboration cannot run here: " + why +
+                         (s_.opts.mpi_max_ranks > 0 ? " (or ask for MPI: spec.distributed)" : ""));
       const std::string id = new_collaboration_id();
       std::vector<std::pair<std::string, std::string>> rows;
       for (const auto& p : req->spec().participants()) {
@@ -125,6 +131,11 @@ class Service final : public v1::Analyst::Service {
         return error(StatusCode::FAILED_PRECONDITION,
                      "a participant joins late only once the collaboration's job is done (it is " +
                          state + "): until then the spec's participants are the collaboration");
+      if (spec.has_distributed() && spec.distributed().ranks() > 0)
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "collaboration " + id +
+                         " ran over MPI, which keeps no aligner to enrol a late participant "
+                         "against: create a collaboration that includes it");
       if (static_cast<int>(s_.store->participants(id).size()) >= SpecLimits::kMaxParticipants)
         return error(StatusCode::FAILED_PRECONDITION,
                      "collaboration " + id + " has " +

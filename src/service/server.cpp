@@ -158,6 +158,13 @@ void check_options(const ServerOptions& o) {
     throw InvalidInput("--metrics-listen " + o.metrics_listen +
                        " is not a loopback address: with --insecure-localhost the metrics are "
                        "served on a loopback address only (elsewhere they need TLS)");
+  if (!(o.mpi_timeout_seconds > 0 && o.mpi_timeout_seconds <= 30 * 86400.0))
+    throw InvalidInput("--mpi-timeout " + std::to_string(o.mpi_timeout_seconds) +
+                       " is out of range: expected more than 0 and at most 2592000 seconds");
+  if (!o.mpi_hostfile.empty() && !fs::is_regular_file(o.mpi_hostfile))
+    throw InvalidInput("--mpi-hostfile " + o.mpi_hostfile + " is not a readable file");
+  if (!o.mpi_hostfile_dir.empty() && !fs::is_directory(o.mpi_hostfile_dir))
+    throw InvalidInput("--mpi-hostfile-dir " + o.mpi_hostfile_dir + " is not a directory");
   // The workers' options are checked with what this machine has (plan_workers, at start).
   plan_workers(o, 1, 1024);
   if (o.max_chunk_bytes < 1024 || o.max_chunk_bytes > (64u << 20))

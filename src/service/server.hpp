@@ -36,6 +36,14 @@ struct ServerOptions {
   /// The most memory one job may need (estimated from its shapes); 0: the worker's device's
   /// memory. A collaboration whose alignment needs more than every worker allows is refused.
   std::uint64_t max_job_bytes = 0;
+  /// The MPI path (a spec's `distributed`): mpirun and dcalign-mpi ("": dcalign-mpi beside this
+  /// executable), the default hostfile ("": every rank on this machine) and a directory of named
+  /// ones, extra mpirun arguments, the most ranks a spec may ask for (0: no MPI path), and how
+  /// long a distributed job may run before mpirun is stopped.
+  std::string mpirun = "mpirun", dcalign_mpi, mpi_hostfile, mpi_hostfile_dir;
+  std::vector<std::string> mpi_args;
+  int mpi_max_ranks = 0;
+  double mpi_timeout_seconds = 86400;
   /// The Prometheus endpoint (GET /metrics), host:port; empty: none. Plain HTTP on a loopback
   /// address; any other needs the TLS certificate and key, and serves HTTPS.
   std::string metrics_listen;

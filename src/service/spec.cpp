@@ -72,6 +72,20 @@ void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit) {
           "the spec's largest part (" + std::to_string(std::max(a.rows(), spec.max_rows())) +
               " x " + std::to_string(l) + " float64) exceeds the server's part limit of " +
               std::to_string(part_limit) + " bytes");
+  if (spec.has_distributed() && spec.distributed().ranks() != 0) {
+    const auto& d = spec.distributed();
+    require(d.ranks() >= 2 && d.ranks() <= SpecLimits::kMaxRanks,
+            "spec.distributed.ranks " + std::to_string(d.ranks()) +
+                " is out of range: expected 0 (one process) or 2 to " +
+                std::to_string(SpecLimits::kMaxRanks));
+    require(static_cast<int>(d.ranks()) <= c,
+            "spec.distributed.ranks " + std::to_string(d.ranks()) + " exceeds the " +
+                std::to_string(c) + " participants: every rank needs at least one");
+    if (!d.hostfile().empty()) check_name("spec.distributed.hostfile", d.hostfile());
+  } else {
+    require(spec.distributed().hostfile().empty(),
+            "spec.distributed.hostfile is set but spec.distributed.ranks is 0");
+  }
   // The options map: the schema's spec keys (dcalign/options.hpp), each checked by its row and
   // refused when the collaboration's method does not use it.
   (void)align_request(spec);

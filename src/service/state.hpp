@@ -42,6 +42,7 @@ struct SpecLimits {
   static constexpr std::uint64_t kMaxFeatures = 1000000;
   static constexpr int kMaxParticipants = 1000;
   static constexpr std::uint64_t kMaxRows = 100000000;
+  static constexpr std::uint32_t kMaxRanks = 1024;
 };
 
 /// Throws InvalidInput naming the field when `spec` is not a collaboration the server can run:

@@ -35,7 +35,8 @@ std::vector<WorkerSpec> plan_workers(const ServerOptions& opts);
 /// The memory a job needs, estimated from its shapes (bytes): the anchors read in float64 and
 /// cast to the job's precision, the alignment's workspace (a few copies of the anchors and the
 /// c l x l products), and with a model the participants' data, mapped and stacked. `rows` is
-/// the participants' rows in all (0 for alignment only). Overestimates rather than under.
+/// the participants' rows in all (0 for alignment only). Over MPI (spec.distributed), one
+/// rank's share of the participants. Overestimates rather than under.
 std::uint64_t job_bytes(const v1::CollaborationSpec& spec, std::uint64_t participants,
                         std::uint64_t rows);
 

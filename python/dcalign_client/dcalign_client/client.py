@@ -344,6 +344,17 @@ class Client:
             collaboration_id=collaboration_id, participant=participant, request_id=rid), rid)
         return resp.token.token
 
+    def add_participant(self, collaboration_id: str, participant: str,
+                        request_id: Optional[str] = None) -> str:
+        """Adds a participant who joins after the collaboration's job is done and returns its
+        token. It uploads its anchor only; an enrolment job computes its G_i against the fitted
+        alignment without changing anyone else's (status() shows its enrolment_state).
+        `request_id` works as in create()."""
+        rid = self._request_id(request_id)
+        resp = self._retried("AddParticipant", pb.AddParticipantRequest(
+            collaboration_id=collaboration_id, participant=participant, request_id=rid), rid)
+        return resp.token.token
+
     def run(self, collaboration_id: str) -> str:
         """Queues the alignment (once every release is in); returns the job's state."""
         return self._unary("Run", pb.RunRequest(collaboration_id=collaboration_id)).state

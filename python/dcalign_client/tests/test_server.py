@@ -183,6 +183,36 @@ class ServerTest(unittest.TestCase):
                 a.status(cid)
             self.assertIn(cm.exception.code, ("NOT_FOUND", "PERMISSION_DENIED"))
 
+    def test_late_participant_is_enrolled(self):
+        rng = np.random.default_rng(11)
+        anchor = rng.uniform(size=(ROWS, FEATURES))
+        with analyst() as a:
+            cid, tokens = a.create(spec("py-late"))
+            with self.assertRaises(ServiceError) as cm:
+                a.add_participant(cid, "dave")
+            self.assertEqual(cm.exception.code, "FAILED_PRECONDITION")
+            for p in PARTICIPANTS:
+                with participant(tokens[p]) as c:
+                    c.upload(cid, "anchor", anchor @ rng.standard_normal((FEATURES, DIM)))
+            self.assertEqual(wait_done(a, cid)["job_state"], "done")
+            token = a.add_participant(cid, "dave")
+            with participant(token) as c:
+                c.upload(cid, "anchor", anchor @ rng.standard_normal((FEATURES, DIM)))
+                end = time.monotonic() + 60
+                while time.monotonic() < end:
+                    mine = [p for p in c.status(cid)["participants"] if p["participant"] == "dave"]
+                    if mine[0].get("enrolment_state") in ("done", "failed"):
+                        break
+                    time.sleep(0.05)
+                self.assertTrue(mine[0]["late"])
+                self.assertEqual(mine[0]["enrolment_state"], "done")
+                files = c.fetch(cid, self.root / "dave")
+                self.assertIn("G.npy", [Path(f).name for f in files])
+                G = np.load(self.root / "dave" / "G.npy")
+                self.assertEqual(G.shape, (DIM, DIM))
+                # ODC enrols by a Procrustes step: G is orthogonal.
+                np.testing.assert_allclose(G.T @ G, np.eye(DIM), atol=1e-10)
+
     def test_resume_after_interrupted_upload(self):
         A = np.random.default_rng(7).standard_normal((ROWS, DIM))
         total = ROWS * DIM * 8  # 1280 bytes: 5 chunks of 256
