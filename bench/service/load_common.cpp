@@ -151,6 +151,8 @@ v1::CollaborationSpec spec_for(const Options& o, const std::string& name, int pa
   s.set_num_classes(static_cast<std::uint32_t>(o.num_classes));
   s.set_max_rows(static_cast<std::uint64_t>(o.data_rows));
   s.set_seed(o.seed);
+  if (o.distributed_ranks > 0)
+    s.mutable_distributed()->set_ranks(static_cast<std::uint32_t>(o.distributed_ranks));
   return s;
 }
 

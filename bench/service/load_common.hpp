@@ -52,7 +52,8 @@ using SteadyClock = std::chrono::steady_clock;
 inline const std::string kAnalystToken = "bench-service-load-analyst-token-0123456789";
 
 struct Options {
-  int cpu_workers = 0;  ///< the server's --cpu-workers (0: its default)
+  int cpu_workers = 0;        ///< the server's --cpu-workers (0: its default)
+  int distributed_ranks = 0;  ///< spec.distributed.ranks (0: jobs in the server's process)
   int collaborations = 50;
   int participants = 10;
   long long anchor_rows = 2000;
@@ -158,6 +159,9 @@ class ServerProcess {
       args_.push_back("--cpu-workers");
       args_.push_back(std::to_string(o.cpu_workers));
     }
+    if (o.distributed_ranks > 0)  // mpirun may place more ranks than this machine has cores
+      args_.insert(args_.end(), {"--mpi-max-ranks", std::to_string(o.distributed_ranks),
+                                 "--mpi-arg=--oversubscribe"});
     const std::string log = (dir / "server.log").string();
     pid_ = ::fork();
     if (pid_ < 0) throw std::runtime_error("fork failed");

@@ -38,6 +38,10 @@ int main(int argc, char** argv) {
   app.add_option("--cpu-workers", o.cpu_workers,
                  "the server's job workers on the CPU (0: the server's default)")
       ->check(CLI::Range(0, 64));
+  app.add_option("--distributed-ranks", o.distributed_ranks,
+                 "spec.distributed.ranks: every job over MPI with this many ranks (0: in the "
+                 "server's process)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--collaborations", o.collaborations, "collaborations created by the analyst")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
@@ -163,6 +167,7 @@ int main(int argc, char** argv) {
   r["started_epoch"] = started_epoch;
   r["parameters"] = {
       {"cpu_workers", o.cpu_workers},
+      {"distributed_ranks", o.distributed_ranks},
       {"collaborations", o.collaborations},
       {"participants", o.participants},
       {"anchor_rows", o.anchor_rows},

@@ -203,8 +203,8 @@ std::string run_enrolment_job(State& s, const std::string& id, const std::string
   const fs::path model = results / kAlignerDir;
   if (!fs::is_directory(model))
     throw Error(
-        "the collaboration's results hold no aligner to enrol against (they were "
-        "computed by a dcalign-server before 0.4): Run the collaboration again");
+        "the collaboration's results hold no aligner to enrol against (a run over MPI keeps "
+        "none, nor did the dcalign-servers of data directories of schema version 1)");
   const auto part = s.store->part(id, participant, v1::PART_ANCHOR);
   if (!part || !part->complete) throw Error("participant " + participant + " has no anchor");
   const Matrix<double> A =

@@ -136,6 +136,12 @@ class Service final : public v1::Analyst::Service {
                      "collaboration " + id +
                          " ran over MPI, which keeps no aligner to enrol a late participant "
                          "against: create a collaboration that includes it");
+      if (!fs::is_directory(s_.results_dir(id) / kAlignerDir))
+        return error(StatusCode::FAILED_PRECONDITION,
+                     "collaboration " + id +
+                         " keeps no fitted alignment to enrol a late participant against (its "
+                         "job ran on an older dcalign-server): create a collaboration that "
+                         "includes it");
       if (static_cast<int>(s_.store->participants(id).size()) >= SpecLimits::kMaxParticipants)
         return error(StatusCode::FAILED_PRECONDITION,
                      "collaboration " + id + " has " +

@@ -191,8 +191,11 @@ CREATE TABLE jobs (collaboration TEXT PRIMARY KEY, state TEXT NOT NULL, attempts
     const auto st = client_for(server.port(), token).status(id);
     EXPECT_EQ(st.job_state(), "done");
     EXPECT_EQ(st.job_report(), "{\"old\": true}");
-    // What version 2 added works on the upgraded data: a late participant.
-    EXPECT_NO_THROW(client_for(server.port(), kAnalystToken).add_participant(id, "newcomer"));
+    // A late participant needs the fitted alignment, which version 1's jobs did not keep: the
+    // refusal says so.
+    expect_rpc_error(
+        [&] { client_for(server.port(), kAnalystToken).add_participant(id, "newcomer"); },
+        StatusCode::FAILED_PRECONDITION, "keeps no fitted alignment");
   }
   EXPECT_EQ(user_version(data / "dcalign.db"), Store::kSchemaVersion);
   EXPECT_NE(file_bytes(data / "collaborations" / id / "results" / "p0" / "G.npy"), "");
