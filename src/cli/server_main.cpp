@@ -4,7 +4,8 @@
 // Options may come from a TOML file (--config); --check-config checks them and exits. SIGHUP
 // re-reads the analyst token file (token rotation without a restart).
 // Runs until SIGTERM or SIGINT, then shuts down gracefully (calls in flight finish within
-// --shutdown-grace seconds, the running job finishes). Errors exit 1, usage errors 2; a server
+// --shutdown-grace seconds, the running job finishes). Errors exit 1, usage errors (the command
+// line's and the config file's) 2; a server
 // that can no longer accept connections shuts down and exits 75 (EX_TEMPFAIL), for its
 // supervisor to restart it (systemd: Restart=on-failure).
 #include <signal.h>
@@ -205,7 +206,9 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help is 0; every mistake on the command line or in --config is a usage error, 2 (not
+    // CLI11's own codes, so that a supervisor tells it from a failure worth a restart).
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const cli::UsageError& e) {
     std::cerr << "dcalign-server: error: " << e.what() << "\n";
     return 2;
