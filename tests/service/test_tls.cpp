@@ -2,6 +2,8 @@
 // client, or one that does not trust the certificate, is refused.
 #include <gtest/gtest.h>
 
+#include <httplib.h>
+
 #include <cstdlib>
 
 #include "service_fixture.hpp"
@@ -12,7 +14,7 @@ namespace {
 struct TlsServer {
   TempDir dir;
   std::unique_ptr<LiveServer> server;
-  TlsServer() {
+  explicit TlsServer(const std::string& metrics_listen = "") {
     const std::string cmd = std::string("bash ") + DCALIGN_DEV_CERT_SCRIPT + " " +
                             (dir.path / "cert").string() + " > /dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("scripts/dev-cert.sh failed");
@@ -20,6 +22,7 @@ struct TlsServer {
     o.insecure_localhost = false;
     o.tls_cert_file = (dir.path / "cert" / "server.crt").string();
     o.tls_key_file = (dir.path / "cert" / "server.key").string();
+    o.metrics_listen = metrics_listen;
     server = std::make_unique<LiveServer>(o);
   }
   Client client(bool insecure, bool trust) const {
@@ -47,6 +50,34 @@ TEST(ServiceTls, PlaintextAndUntrustingClientsAreRefused) {
   expect_rpc_error([&] { plain.create(small_spec(2)); }, grpc::StatusCode::UNAVAILABLE, "");
   auto untrusting = tls.client(false, false);
   expect_rpc_error([&] { untrusting.create(small_spec(2)); }, grpc::StatusCode::UNAVAILABLE, "");
+}
+
+// The metrics endpoint on an address other than 127.0.0.1, localhost or [::1] speaks HTTPS with
+// the server's certificate only. 127.0.0.2 is such an address, and still loopback (the tests
+// use loopback only); the development certificate names localhost, which the client maps there.
+TEST(ServiceTls, MetricsAwayFromTheLoopbackNamesAreServedOverTlsOnly) {
+  TlsServer tls("127.0.0.2:0");
+  const int port = tls.server->server->metrics_port();
+  ASSERT_GT(port, 0);
+  httplib::SSLClient trusting("localhost", port);
+  trusting.set_hostname_addr_map({{"localhost", "127.0.0.2"}});
+  trusting.set_ca_cert_path((tls.dir.path / "cert" / "server.crt").c_str());
+  trusting.enable_server_certificate_verification(true);
+  const auto ok = trusting.Get("/metrics");
+  ASSERT_TRUE(ok) << httplib::to_string(ok.error());
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_NE(ok->body.find("dcalign_upload_bytes_total 0"), std::string::npos);
+  // Plain HTTP gets no answer; a client that does not trust the certificate refuses it.
+  httplib::Client plain("127.0.0.2", port);
+  plain.set_connection_timeout(5);
+  plain.set_read_timeout(5);
+  const auto refused = plain.Get("/metrics");
+  EXPECT_TRUE(!refused || refused->status != 200);
+  httplib::SSLClient untrusting("localhost", port);
+  untrusting.set_hostname_addr_map({{"localhost", "127.0.0.2"}});
+  untrusting.enable_server_certificate_verification(true);
+  untrusting.set_ca_cert_path((tls.dir.path / "a-file-that-is-not-there.pem").c_str());
+  EXPECT_FALSE(untrusting.Get("/metrics"));
 }
 
 // A key that is not the certificate's is said so before the server tries to listen (gRPC would
