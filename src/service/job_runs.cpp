@@ -20,16 +20,6 @@
 namespace dcalign::service {
 namespace {
 
-Matrix<double> read_part(const fs::path& file, index_t rows, index_t cols) {
-  Matrix<double> m(rows, cols);
-  std::ifstream in(file, std::ios::binary);
-  const auto bytes = static_cast<std::streamsize>(m.size() * sizeof(double));
-  if (!in.read(reinterpret_cast<char*>(m.data()), bytes) || in.peek() != EOF)
-    throw IoError("the stored part " + file.string() + " does not hold " + std::to_string(rows) +
-                  " x " + std::to_string(cols) + " float64 values");
-  return m;
-}
-
 template <typename T>
 Matrix<T> cast_to(const Matrix<double>& m) {
   Matrix<T> t(m.rows(), m.cols());
@@ -134,7 +124,7 @@ std::string run_alignment_job(State& s, const std::string& id, const WorkerSpec&
   } else {
     std::vector<Matrix<double>> anchors;
     for (const auto& p : members)
-      anchors.push_back(read_part(s.part_file(id, p, v1::PART_ANCHOR, true), a, l));
+      anchors.push_back(read_stored_part(s.part_file(id, p, v1::PART_ANCHOR, true), a, l));
     auto [g, report] = float32 ? align_as<float>(anchors, opts, backend, tmp / kAlignerDir)
                                : align_as<double>(anchors, opts, backend, tmp / kAlignerDir);
     G = std::move(g);
@@ -156,11 +146,11 @@ std::string run_alignment_job(State& s, const std::string& id, const WorkerSpec&
       if (data->rows != labels->rows)
         throw InvalidInput("participant " + p + " uploaded " + std::to_string(data->rows) +
                            " rows of data but " + std::to_string(labels->rows) + " labels");
-      const Matrix<double> Xt =
-          read_part(s.part_file(id, p, v1::PART_DATA, true), static_cast<index_t>(data->rows), l);
+      const Matrix<double> Xt = read_stored_part(s.part_file(id, p, v1::PART_DATA, true),
+                                                 static_cast<index_t>(data->rows), l);
       X.push_back(apply_change_of_basis(Xt, G[k]));
-      y.push_back(read_part(s.part_file(id, p, v1::PART_LABELS, true),
-                            static_cast<index_t>(labels->rows), 1));
+      y.push_back(read_stored_part(s.part_file(id, p, v1::PART_LABELS, true),
+                                   static_cast<index_t>(labels->rows), 1));
     }
     crash_point("job.train");
     phase_start = std::chrono::steady_clock::now();
@@ -207,9 +197,9 @@ std::string run_enrolment_job(State& s, const std::string& id, const std::string
         "none, nor did the dcalign-servers of data directories of schema version 1)");
   const auto part = s.store->part(id, participant, v1::PART_ANCHOR);
   if (!part || !part->complete) throw Error("participant " + participant + " has no anchor");
-  const Matrix<double> A =
-      read_part(s.part_file(id, participant, v1::PART_ANCHOR, true),
-                static_cast<index_t>(spec.anchor().rows()), static_cast<index_t>(spec.dim()));
+  const Matrix<double> A = read_stored_part(s.part_file(id, participant, v1::PART_ANCHOR, true),
+                                            static_cast<index_t>(spec.anchor().rows()),
+                                            static_cast<index_t>(spec.dim()));
   barrier_point("job.enroll");
   crash_point("job.enroll");
   auto phase_start = std::chrono::steady_clock::now();

@@ -5,10 +5,10 @@
 
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <thread>
 
 #include "dcalign/error.hpp"
+#include "dcalign/options.hpp"
 
 namespace dcalign::service {
 namespace {
@@ -20,15 +20,12 @@ const std::vector<double> kRpcBounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02
 const std::vector<double> kPhaseBounds = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5,  1,
                                           5,     10,    30,   60,   300, 1800, 7200};
 
+// Prometheus' spelling of a sample value: +Inf, -Inf, NaN, else the shortest exact decimal (the
+// option schema's, "0.0005" rather than "0.00050000000000000001").
 std::string number(double v) {
   if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-  // The shortest of 15 to 17 digits that reads back as v (0.0005, not 0.00050000000000000001).
-  char buf[40];
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
+  if (std::isnan(v)) return "NaN";
+  return to_string(OptionValue{v});
 }
 
 // A label value with \, " and newlines escaped as the format asks.

@@ -32,16 +32,6 @@ std::string dcalign_mpi(const ServerOptions& o) {
   return ec ? std::string("dcalign-mpi") : (self.parent_path() / "dcalign-mpi").string();
 }
 
-Matrix<double> read_raw(const fs::path& file, index_t rows, index_t cols) {
-  Matrix<double> m(rows, cols);
-  std::ifstream in(file, std::ios::binary);
-  const auto bytes = static_cast<std::streamsize>(m.size() * sizeof(double));
-  if (!in.read(reinterpret_cast<char*>(m.data()), bytes) || in.peek() != EOF)
-    throw IoError("the stored part " + file.string() + " does not hold " + std::to_string(rows) +
-                  " x " + std::to_string(cols) + " float64 values");
-  return m;
-}
-
 // The last `n` bytes of a file (mpirun's output, for the job's error).
 std::string tail_of(const fs::path& file, std::size_t n) {
   std::ifstream in(file, std::ios::binary);
@@ -110,7 +100,7 @@ MpiAlignment align_over_mpi(const ServerOptions& o, const v1::CollaborationSpec&
                  report = work / "report.json", log = work / "mpirun.log";
   create_npy_stack<double>(anchors.string(), c, a, l);
   for (index_t k = 0; k < c; ++k) {
-    const Matrix<double> A = read_raw(anchor_files[static_cast<std::size_t>(k)], a, l);
+    const Matrix<double> A = read_stored_part(anchor_files[static_cast<std::size_t>(k)], a, l);
     write_npy_stack_slice<double>(anchors.string(), k,
                                   StackView<const double>(A.data(), 1, a, l, a, a * l));
   }

@@ -45,6 +45,17 @@ Status guarded(State& s, const char* rpc, F&& body) {
   return st;
 }
 
+/// A part's progress as GetStatus reports it.
+inline void add_part_status(v1::ParticipantStatus* ps, const PartRecord& r) {
+  auto* part = ps->add_parts();
+  part->set_part(static_cast<v1::Part>(r.part));
+  part->set_rows(r.rows);
+  part->set_cols(r.cols);
+  part->set_received(r.received);
+  part->set_total(r.total);
+  part->set_complete(r.complete);
+}
+
 class Service final : public v1::Analyst::Service {
  public:
   explicit Service(State& s) : s_(s), access_(s) {}
@@ -253,15 +264,7 @@ class Service final : public v1::Analyst::Service {
         // A participant sees the others' progress (uploaded or not), never their shapes: the
         // rows of a participant's data are its own business.
         if (!c.analyst && p != c.who.participant) continue;
-        for (const auto& r : s_.store->parts(id, p)) {
-          auto* part = ps->add_parts();
-          part->set_part(static_cast<v1::Part>(r.part));
-          part->set_rows(r.rows);
-          part->set_cols(r.cols);
-          part->set_received(r.received);
-          part->set_total(r.total);
-          part->set_complete(r.complete);
-        }
+        for (const auto& r : s_.store->parts(id, p)) add_part_status(ps, r);
       }
       // Late participants: their enrolment; a participant sees its own, and the others' names.
       for (const auto& p : s_.store->late_participants(id)) {
@@ -274,15 +277,7 @@ class Service final : public v1::Analyst::Service {
         const JobRecord e = s_.store->job(id, p);
         ps->set_enrolment_state(e.state);
         ps->set_enrolment_error(e.error);
-        if (anchor) {
-          auto* part = ps->add_parts();
-          part->set_part(v1::PART_ANCHOR);
-          part->set_rows(anchor->rows);
-          part->set_cols(anchor->cols);
-          part->set_received(anchor->received);
-          part->set_total(anchor->total);
-          part->set_complete(anchor->complete);
-        }
+        if (anchor) add_part_status(ps, *anchor);
       }
       const JobRecord j = s_.store->job(id);
       resp->set_job_state(j.state);

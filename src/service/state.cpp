@@ -2,11 +2,22 @@
 #include "service/state.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 #include "dcalign/error.hpp"
 #include "service/common.hpp"
 
 namespace dcalign::service {
+
+Matrix<double> read_stored_part(const fs::path& file, index_t rows, index_t cols) {
+  Matrix<double> m(rows, cols);
+  std::ifstream in(file, std::ios::binary);
+  const auto bytes = static_cast<std::streamsize>(m.size() * sizeof(double));
+  if (!in.read(reinterpret_cast<char*>(m.data()), bytes) || in.peek() != EOF)
+    throw IoError("the stored part " + file.string() + " does not hold " + std::to_string(rows) +
+                  " x " + std::to_string(cols) + " float64 values");
+  return m;
+}
 
 State::State(ServerOptions o)
     : opts(std::move(o)), root(opts.data_dir), analyst_hash(sha256_hex(opts.analyst_token)) {}

@@ -138,6 +138,10 @@ struct State {
 /// Job worker `worker` (of state.workers): runs the jobs it picks (pick_job), one at a time,
 /// until state.stopping. Its own thread.
 void run_job_worker(State& state, std::size_t worker);
+/// A stored part (raw column-major float64, as uploaded) of `rows` x `cols`; IoError naming the
+/// file when it does not hold exactly that.
+Matrix<double> read_stored_part(const fs::path& file, index_t rows, index_t cols);
+
 /// Runs the alignment of `id` (and fits the model h) on `backend`, and publishes the results
 /// with the fitted Aligner; returns the report (JSON).
 std::string run_alignment_job(State& state, const std::string& id, const WorkerSpec& worker,
