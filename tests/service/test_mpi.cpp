@@ -22,8 +22,9 @@ Launch mpi_launch(const std::string& dcalign_mpi = "") {
   // Under AddressSanitizer (scripts/test-sanitizers.sh) the ranks run without LeakSanitizer,
   // which Open MPI's own unfreed state at MPI_Finalize would trip (as in tests/dist); the server
   // keeps it: -x sets it for the ranks only.
-  l.args = {"--mpi-max-ranks", "4", "--mpirun", DCALIGN_MPIEXEC, "--mpi-arg=-x",
-            "--mpi-arg=ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
+  l.args = {"--mpi-max-ranks", "4",
+            "--mpirun",        DCALIGN_MPIEXEC,
+            "--mpi-arg=-x",    "--mpi-arg=ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"};
   if (!dcalign_mpi.empty()) l.args.insert(l.args.end(), {"--dcalign-mpi", dcalign_mpi});
   l.env = {{"OMPI_ALLOW_RUN_AS_ROOT", "1"},
            {"OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"},
