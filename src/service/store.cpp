@@ -131,11 +131,19 @@ Store::Store(const std::string& path) : path_(path) {
     db_ = nullptr;
     throw IoError("cannot open the database " + path + ": " + msg);
   }
-  sqlite3_busy_timeout(db_, 5000);
-  exec("PRAGMA journal_mode=WAL");
-  exec("PRAGMA synchronous=FULL");
-  exec("PRAGMA foreign_keys=ON");
-  migrate();
+  // A constructor that throws runs no destructor: the connection is closed here instead (a
+  // database of a newer schema, a failed upgrade, a full disk).
+  try {
+    sqlite3_busy_timeout(db_, 5000);
+    exec("PRAGMA journal_mode=WAL");
+    exec("PRAGMA synchronous=FULL");
+    exec("PRAGMA foreign_keys=ON");
+    migrate();
+  } catch (...) {
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw;
+  }
 }
 
 int Store::schema_version() {
