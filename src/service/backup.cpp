@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <vector>
@@ -12,11 +13,14 @@
 #include "dcalign/error.hpp"
 #include "service/common.hpp"
 #include "service/state.hpp"
+#include "service/store.hpp"
 
 namespace dcalign::service {
 namespace {
 
-// An SQLite connection closed on every path.
+// An SQLite connection closed on every path. Not the server's Store: a backup reads a data
+// directory of any schema version this server knows and leaves it at that version, where
+// opening a Store would upgrade it.
 struct Db {
   sqlite3* db = nullptr;
   ~Db() { sqlite3_close(db); }
@@ -101,6 +105,11 @@ std::string backup_data_dir(const fs::path& from, const fs::path& to) {
   if (!fs::is_directory(parent, ec))
     throw InvalidInput("--backup-to " + to.string() + ": its parent directory " + parent.string() +
                        " does not exist");
+  // Not inside the directory it copies: the server would find it there among its own files.
+  const fs::path source = fs::weakly_canonical(from, ec), into = fs::weakly_canonical(parent, ec);
+  if (std::mismatch(source.begin(), source.end(), into.begin(), into.end()).first == source.end())
+    throw InvalidInput("--backup-to " + to.string() + " is inside the data directory " +
+                       from.string() + ": a backup goes elsewhere");
   const fs::path tmp = model_file::sibling(parent, to.filename(), "tmp");
   if (!fs::create_directory(tmp, ec))
     throw IoError("cannot create " + tmp.string() + ": " + ec.message());
@@ -130,8 +139,17 @@ std::string backup_data_dir(const fs::path& from, const fs::path& to) {
 
   // 2. The files the snapshot refers to: complete parts, and the published results of done jobs
   // (a late participant's only once its enrolment is done).
+  // The copy keeps the source's schema version: a backup taken before an upgrade is the way
+  // back to the server that wrote it. Version 1 (user_version 0) had one job per collaboration
+  // and no late participants.
   Db copy;
   copy.open(tmp / "dcalign.db", SQLITE_OPEN_READWRITE);
+  const int version = std::stoi(copy.rows("PRAGMA user_version").at(0).at(0));
+  if (version > Store::kSchemaVersion)
+    throw InvalidInput("the database " + db_file.string() + " has schema version " +
+                       std::to_string(version) +
+                       ", written by a newer dcalign-server: back it up with that server");
+  const bool enrolments = version >= 2;
   Copied n;
   std::vector<std::string> dropped;
   std::uint64_t kept = 0;
@@ -153,12 +171,16 @@ std::string backup_data_dir(const fs::path& from, const fs::path& to) {
       copy_file(src / "uploads" / p[0] / name, dst / "uploads" / p[0] / name, n);
     }
     std::set<std::string> done, late;
-    for (const auto& j :
-         copy.rows("SELECT participant FROM jobs WHERE collaboration = ? AND state = 'done'", id))
+    for (const auto& j : copy.rows(enrolments ? "SELECT participant FROM jobs WHERE "
+                                                "collaboration = ? AND state = 'done'"
+                                              : "SELECT '' FROM jobs WHERE collaboration = ? AND "
+                                                "state = 'done'",
+                                   id))
       done.insert(j[0]);
-    for (const auto& p :
-         copy.rows("SELECT name FROM participants WHERE collaboration = ? AND late = 1", id))
-      late.insert(p[0]);
+    if (enrolments)
+      for (const auto& p :
+           copy.rows("SELECT name FROM participants WHERE collaboration = ? AND late = 1", id))
+        late.insert(p[0]);
     if (done.count("") && fs::is_directory(src / "results", ec))
       for (const auto& e : fs::directory_iterator(src / "results")) {
         const std::string name = e.path().filename().string();

@@ -151,12 +151,10 @@ int user_version(const fs::path& db) {
   return v;
 }
 
-TEST(ServiceOperations, ANewerServerOpensAnOlderDataDirectory) {
-  // A data directory as dcalign 0.3's server left it: schema version 1 (no user_version), one
-  // collaboration whose job is done and a participant's token.
-  TempDir dir;
-  const fs::path data = dir.path / "data";
-  const std::string id = "c" + std::string(32, 'a'), token = "dca_" + std::string(43, 'T');
+// A data directory as dcalign 0.3's server left it in `data`: schema version 1 (no
+// user_version), collaboration `id` whose job is done, with p0's result and its `token`.
+void write_version1_data_dir(const fs::path& data, const std::string& id,
+                             const std::string& token) {
   fs::create_directories(data / "collaborations" / id / "uploads");
   fs::create_directories(data / "collaborations" / id / "results" / "p0");
   { std::ofstream(data / "collaborations" / id / "results" / "p0" / "report.json") << "{}"; }
@@ -185,6 +183,13 @@ CREATE TABLE jobs (collaboration TEXT PRIMARY KEY, state TEXT NOT NULL, attempts
                                "INSERT INTO participants VALUES ('" + id + "', 'p0', '" +
                                sha256_hex(token) + "');" + "INSERT INTO jobs VALUES ('" + id +
                                "', 'done', 1, '', '{\"old\": true}', 1);");
+}
+
+TEST(ServiceOperations, ANewerServerOpensAnOlderDataDirectory) {
+  TempDir dir;
+  const fs::path data = dir.path / "data";
+  const std::string id = "c" + std::string(32, 'a'), token = "dca_" + std::string(43, 'T');
+  write_version1_data_dir(data, id, token);
   ASSERT_EQ(user_version(data / "dcalign.db"), 0);
   {
     LiveServer server(test_options(data));
@@ -218,6 +223,31 @@ TEST(ServiceOperations, AnOlderServerRefusesANewerDataDirectory) {
         << e.what();
   }
   EXPECT_EQ(user_version(dir.path / "data" / "dcalign.db"), 3);  // untouched
+}
+
+TEST(ServiceOperations, ABackupKeepsTheSchemaVersionOfItsSource) {
+  // Taken before an upgrade, a backup is the way back to the older server: the copy of a
+  // version-1 directory stays version 1, with its results.
+  TempDir dir;
+  const std::string id = "c" + std::string(32, 'b'), token = "dca_" + std::string(43, 'U');
+  write_version1_data_dir(dir.path / "data", id, token);
+  const Output out = run_server("--data-dir " + (dir.path / "data").string() + " --backup-to " +
+                                (dir.path / "backup").string());
+  ASSERT_EQ(out.status, 0) << out.text;
+  EXPECT_NE(out.text.find("backup: 1 collaborations, 2 files"), std::string::npos) << out.text;
+  EXPECT_EQ(user_version(dir.path / "backup" / "dcalign.db"), 0);
+  EXPECT_EQ(file_bytes(dir.path / "backup" / "collaborations" / id / "results" / "p0" / "G.npy"),
+            "G");
+  // A directory of a newer server is not this server's to copy.
+  sql(dir.path / "data" / "dcalign.db", "PRAGMA user_version = 3");
+  const Output newer = run_server("--data-dir " + (dir.path / "data").string() + " --backup-to " +
+                                  (dir.path / "backup3").string());
+  EXPECT_NE(newer.status, 0);
+  EXPECT_NE(newer.text.find("has schema version 3, written by a newer dcalign-server: back it up "
+                            "with that server"),
+            std::string::npos)
+      << newer.text;
+  EXPECT_FALSE(fs::exists(dir.path / "backup3"));
 }
 
 TEST(ServiceOperations, AnOnlineBackupRestoresIntoAFreshDirectory) {
@@ -254,6 +284,11 @@ TEST(ServiceOperations, AnOnlineBackupRestoresIntoAFreshDirectory) {
     EXPECT_NE(again.status, 0);
     EXPECT_NE(again.text.find("exists: a backup goes to a new directory"), std::string::npos)
         << again.text;
+    const Output inside = run_server("--data-dir " + (dir.path / "data").string() +
+                                     " --backup-to " + (dir.path / "data" / "copy").string());
+    EXPECT_NE(inside.status, 0);
+    EXPECT_NE(inside.text.find("is inside the data directory"), std::string::npos) << inside.text;
+    EXPECT_FALSE(fs::exists(dir.path / "data" / "copy"));
     for (const auto& [token, name] :
          {std::pair<std::string, std::string>{tokens1[0], "p0"}, {late_token, "late"}})
       client_for(server.port(), token).fetch(c1, (dir.path / ("before_" + name)).string());
