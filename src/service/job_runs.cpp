@@ -63,13 +63,22 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Removes a job's temporary results when it fails (not at the next start).
-struct RemoveUnlessPublished {
-  const fs::path& tmp;
-  ~RemoveUnlessPublished() {
-    std::error_code ec;
-    fs::remove_all(tmp, ec);
+// A new directory beside a collaboration's results (".results.tmp-*", which recover() removes
+// after a crash): a job's results while they are written, or the MPI path's staging. Removed at
+// the end of its scope, so a job that fails leaves nothing (results published by a rename are
+// no longer there to remove).
+struct JobTempDir {
+  explicit JobTempDir(const fs::path& collaboration_dir)
+      : path(model_file::sibling(collaboration_dir, kResultsTag, "tmp")) {
+    if (!fs::create_directory(path)) throw IoError("cannot create " + path.string());
   }
+  ~JobTempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  JobTempDir(const JobTempDir&) = delete;
+  JobTempDir& operator=(const JobTempDir&) = delete;
+  const fs::path path;
 };
 
 // Writes a participant's result G.npy and report.json into `pdir` (created), flushed.
@@ -100,23 +109,20 @@ std::string run_alignment_job(State& s, const std::string& id, const WorkerSpec&
   if (members.empty()) throw Error("no participant has uploaded a release");
   // The results are written under a temporary name, removed at once if the job fails.
   const fs::path dir = s.collaboration_dir(id);
-  const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
-  if (!fs::create_directory(tmp)) throw IoError("cannot create " + tmp.string());
-  RemoveUnlessPublished remove_tmp{tmp};
+  const JobTempDir results_tmp(dir);
+  const fs::path& tmp = results_tmp.path;
   barrier_point("job.align");
   crash_point("job.align");
   auto phase_start = std::chrono::steady_clock::now();
   std::vector<Matrix<double>> G;
   nlohmann::ordered_json report_json;
-  if (spec.has_distributed() && spec.distributed().ranks() > 0) {
+  if (spec.distributed().ranks() > 0) {
     // Over MPI: the ranks read the anchors from the data directory; the aligner is not kept
     // (it would need every anchor in one process), so late participants cannot join.
-    const fs::path work = model_file::sibling(dir, kResultsTag, "tmp");
-    if (!fs::create_directory(work)) throw IoError("cannot create " + work.string());
-    RemoveUnlessPublished remove_work{work};
+    const JobTempDir work(dir);
     std::vector<fs::path> files;
     for (const auto& p : members) files.push_back(s.part_file(id, p, v1::PART_ANCHOR, true));
-    MpiAlignment m = align_over_mpi(s.opts, spec, files, work);
+    MpiAlignment m = align_over_mpi(s.opts, spec, files, work.path);
     log_event("info", "job_mpi", {{"collaboration", id}, {"job", id}, {"command", m.command}});
     G = std::move(m.G);
     report_json = nlohmann::ordered_json::parse(m.report);
@@ -217,9 +223,8 @@ std::string run_enrolment_job(State& s, const std::string& id, const std::string
   // Written beside the results and renamed in: the others' results are never touched.
   phase_start = std::chrono::steady_clock::now();
   const fs::path dir = s.collaboration_dir(id);
-  const fs::path tmp = model_file::sibling(dir, kResultsTag, "tmp");
-  if (!fs::create_directory(tmp)) throw IoError("cannot create " + tmp.string());
-  RemoveUnlessPublished remove_tmp{tmp};
+  const JobTempDir results_tmp(dir);
+  const fs::path& tmp = results_tmp.path;
   write_result(tmp / participant, G, report_text);
   crash_point("job.enroll_write");
   // An earlier attempt that published but was not recorded (a crash between the two) left the

@@ -72,7 +72,6 @@ std::optional<JobKey> take_job(State& s, std::size_t w, std::unique_lock<std::mu
   for (;;) {
     if (s.stopping) return std::nullopt;
     std::vector<QueuedJob> queued;
-    std::vector<JobKey> keys;
     const auto waiting = s.store->jobs_in("queued");
     for (std::size_t k = 0; k < waiting.size(); ++k) {
       const JobKey& key = waiting[k];
@@ -91,12 +90,12 @@ std::optional<JobKey> take_job(State& s, std::size_t w, std::unique_lock<std::mu
             {{"collaboration", key.collaboration}, {"job", s.job_id(key)}, {"error", j.error}});
         continue;
       }
-      queued.push_back({key.collaboration, static_cast<double>(k), bytes});
-      keys.push_back(key);
+      queued.push_back({key.collaboration, static_cast<double>(k), bytes, key.participant});
     }
-    const auto pick = pick_job(queued, s.running_jobs, s.last_served, free_for_job(s, worker));
+    const std::uint64_t free = free_for_job(s, worker);
+    const auto pick = pick_job(queued, s.running_jobs, s.last_served, free);
     if (pick) {
-      const JobKey key = keys[*pick];
+      const JobKey key{queued[*pick].collaboration, queued[*pick].participant};
       if (!s.store->transition_job(key.collaboration, {"queued"}, "running", key.participant))
         continue;
       s.running_jobs.insert(key.collaboration);
@@ -114,7 +113,7 @@ std::optional<JobKey> take_job(State& s, std::size_t w, std::unique_lock<std::mu
                 {{"collaboration", waiting_logged},
                  {"worker", worker.name},
                  {"needs", queued.front().bytes},
-                 {"free", free_for_job(s, worker)}});
+                 {"free", free}});
     }
     s.cv.wait_for(lock, std::chrono::seconds(5));
   }

@@ -45,7 +45,7 @@ std::string tail_of(const fs::path& file, std::size_t n) {
 
 std::optional<std::string> distributed_refusal(const ServerOptions& o,
                                                const v1::CollaborationSpec& spec) {
-  if (!spec.has_distributed() || spec.distributed().ranks() == 0) return std::nullopt;
+  if (spec.distributed().ranks() == 0) return std::nullopt;
   const auto& d = spec.distributed();
   if (o.mpi_max_ranks == 0)
     return std::string(

@@ -142,7 +142,7 @@ class Service final : public v1::Analyst::Service {
         return error(StatusCode::FAILED_PRECONDITION,
                      "a participant joins late only once the collaboration's job is done (it is " +
                          state + "): until then the spec's participants are the collaboration");
-      if (spec.has_distributed() && spec.distributed().ranks() > 0)
+      if (spec.distributed().ranks() > 0)
         return error(StatusCode::FAILED_PRECONDITION,
                      "collaboration " + id +
                          " ran over MPI, which keeps no aligner to enrol a late participant "
@@ -166,9 +166,10 @@ class Service final : public v1::Analyst::Service {
       resp->mutable_token()->set_participant(req->participant());
       resp->mutable_token()->set_token(token);
       remember(req->request_id(), *req, *resp);
-      const auto all = s_.store->participants(id);
       log_event("info", "participant_added",
-                {{"collaboration", id}, {"participant_index", all.size() - 1}, {"late", true}});
+                {{"collaboration", id},
+                 {"participant_index", s_.participant_index(id, req->participant())},
+                 {"late", true}});
       return Status::OK;
     });
   }
@@ -202,14 +203,13 @@ class Service final : public v1::Analyst::Service {
       }
       // Failed enrolments of late participants are retried too (their anchors are in).
       if (before.state == "done")
-        for (const auto& p : s_.store->late_participants(id))
-          if (s_.store->job(id, p).state == "failed") {
-            JobRecord e = s_.store->job(id, p);
-            e.attempts = 0;
-            s_.store->set_job(id, e, p);
-            s_.store->transition_job(id, {"failed"}, "none", p);
-            s_.queue_enrolment(id, p);
-          }
+        for (const auto& p : s_.store->late_participants(id)) {
+          JobRecord e = s_.store->job(id, p);
+          if (e.state != "failed") continue;
+          e = JobRecord{};  // none, its attempts counted afresh
+          s_.store->set_job(id, e, p);
+          s_.queue_enrolment(id, p);
+        }
       if (s_.store->transition_job(id, {"none", "failed"}, "queued")) {
         s_.note_queued({id, ""});
         log_event("info", "job_queued",
@@ -319,12 +319,12 @@ class Service final : public v1::Analyst::Service {
         return st;
       const auto& [id, me] = c.who;
       std::lock_guard<std::mutex> lock(s_.mu);
-      const bool late = s_.store->is_late(id, me);
-      const std::string state = s_.store->job(id, late ? me : "").state;
+      const JobKey job = s_.release_job(id, me);
+      const std::string state = s_.store->job(id, job.participant).state;
       if (state != "none" && state != "failed")
         return error(StatusCode::FAILED_PRECONDITION,
                      std::string("the release can no longer be deleted: the ") +
-                         (late ? "enrolment" : "job") + " is " + state);
+                         (job.participant.empty() ? "job" : "enrolment") + " is " + state);
       for (int p : {v1::PART_ANCHOR, v1::PART_DATA, v1::PART_LABELS})
         if (s_.active_parts.count(id + "/" + me + "/" + part_name(p)))
           return error(StatusCode::FAILED_PRECONDITION,

@@ -1,4 +1,4 @@
-// dcalign-server's lifecycle: options, credentials, limits, recovery, the job worker and a
+// dcalign-server's lifecycle: options, credentials, limits, recovery, the job workers and a
 // graceful shutdown.
 #include "service/server.hpp"
 
@@ -165,8 +165,6 @@ void check_options(const ServerOptions& o) {
     throw InvalidInput("--mpi-hostfile " + o.mpi_hostfile + " is not a readable file");
   if (!o.mpi_hostfile_dir.empty() && !fs::is_directory(o.mpi_hostfile_dir))
     throw InvalidInput("--mpi-hostfile-dir " + o.mpi_hostfile_dir + " is not a directory");
-  // The workers' options are checked with what this machine has (plan_workers, at start).
-  plan_workers(o, 1, 1024);
   if (o.max_chunk_bytes < 1024 || o.max_chunk_bytes > (64u << 20))
     throw InvalidInput("--max-chunk-bytes " + std::to_string(o.max_chunk_bytes) +
                        " is out of range: expected 1024 to 67108864");
@@ -216,6 +214,8 @@ void Server::start() {
 void Server::start_locked() {
   State& s = impl_->state;
   check_options(s.opts);
+  // The workers this machine can give, checked before the data directory is touched.
+  s.workers = plan_workers(s.opts);
   // The server's files are its own: the directory is created private to the user.
   std::error_code ec;
   fs::create_directories(s.root, ec);
@@ -233,7 +233,6 @@ void Server::start_locked() {
   ensure_descriptor_limit(needed, "--max-connections " + std::to_string(s.opts.max_connections) +
                                       " with the stream limits and the server's own files");
   route_grpc_logs();
-  s.workers = plan_workers(s.opts);
   s.store = std::make_unique<Store>((s.root / "dcalign.db").string());
   recover(s);
 

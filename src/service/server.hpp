@@ -67,7 +67,9 @@ struct ServerOptions {
   std::function<void(const std::string& reason)> on_fatal;
 };
 
-/// Rejects options that cannot work (InvalidInput naming the option).
+/// Rejects options that cannot work (InvalidInput naming the option). The workers' options
+/// are checked against this machine by plan_workers (service/workers.hpp), which start() and
+/// check_startup() run.
 void check_options(const ServerOptions& opts);
 /// Everything start() checks before it touches the data directory: the options, the workers
 /// this machine can give, the TLS key pair and the metrics address. Returns a one-line summary

@@ -72,7 +72,7 @@ void check_spec(const v1::CollaborationSpec& spec, std::uint64_t part_limit) {
           "the spec's largest part (" + std::to_string(std::max(a.rows(), spec.max_rows())) +
               " x " + std::to_string(l) + " float64) exceeds the server's part limit of " +
               std::to_string(part_limit) + " bytes");
-  if (spec.has_distributed() && spec.distributed().ranks() != 0) {
+  if (spec.distributed().ranks() != 0) {
     const auto& d = spec.distributed();
     require(d.ranks() >= 2 && d.ranks() <= SpecLimits::kMaxRanks,
             "spec.distributed.ranks " + std::to_string(d.ranks()) +

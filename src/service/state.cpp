@@ -88,6 +88,10 @@ void State::note_uploaded(const JobKey& job) {
   last_upload[job] = std::chrono::steady_clock::now();
 }
 
+JobKey State::release_job(const std::string& id, const std::string& participant) {
+  return {id, store->is_late(id, participant) ? participant : std::string()};
+}
+
 void State::queue_enrolment(const std::string& id, const std::string& participant) {
   if (store->transition_job(id, {"none"}, "queued", participant)) {
     note_queued({id, participant});

@@ -122,6 +122,9 @@ struct State {
                 const std::string& participant);
   /// Queues the job when every participant has uploaded and it is not queued, running or done.
   void queue_if_complete(const std::string& id);
+  /// The job that takes `participant`'s release: the collaboration's alignment, or, for a
+  /// participant who joined late, its own enrolment.
+  JobKey release_job(const std::string& id, const std::string& participant);
   /// Queues the enrolment of late participant `participant` once its anchor is in.
   void queue_enrolment(const std::string& id, const std::string& participant);
   /// The participant's index in its collaboration (the spec's order, then late participants in

@@ -146,12 +146,6 @@ Store::Store(const std::string& path) : path_(path) {
   }
 }
 
-int Store::schema_version() {
-  std::lock_guard<std::mutex> lock(mu_);
-  Stmt v(db_, "PRAGMA user_version", path_);
-  return v.step() ? static_cast<int>(v.integer(0)) : 0;
-}
-
 void Store::migrate() {
   exec("BEGIN IMMEDIATE");
   try {

@@ -106,7 +106,6 @@ class Store {
   /// The schema version this server writes; it opens versions 1 to this one (older ones are
   /// upgraded in place, in one transaction) and refuses newer ones.
   static constexpr int kSchemaVersion = 2;
-  int schema_version();
 
  private:
   void exec(const char* sql);

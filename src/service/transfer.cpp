@@ -177,7 +177,8 @@ Status Service::Upload(ServerContext* ctx,
     const std::string what = part_name(h.part());
     const std::string key = c.who.collaboration + "/" + c.who.participant + "/" + what;
     // A participant who joined late uploads its anchor only: it is enrolled, h is not retrained.
-    const bool late = s_.store->is_late(c.who.collaboration, c.who.participant);
+    const JobKey job = s_.release_job(c.who.collaboration, c.who.participant);
+    const bool late = !job.participant.empty();
     if (late && h.part() != v1::PART_ANCHOR)
       return error(StatusCode::FAILED_PRECONDITION,
                    "participant " + c.who.participant +
@@ -191,8 +192,7 @@ Status Service::Upload(ServerContext* ctx,
       if (s_.stopping) return error(StatusCode::UNAVAILABLE, "the server is shutting down");
       if (s_.active_parts.count(key))
         return error(StatusCode::ABORTED, "another upload of the " + what + " is in progress");
-      const std::string state =
-          s_.store->job(c.who.collaboration, late ? c.who.participant : "").state;
+      const std::string state = s_.store->job(job.collaboration, job.participant).state;
       if (state != "none" && state != "failed")
         return error(StatusCode::FAILED_PRECONDITION,
                      std::string("the release can no longer change: the ") +
@@ -379,13 +379,12 @@ Status Service::finish_part(const Caller& c, int part, const PartRecord& r) {
              {"participant_index", s_.participant_index(id, me)},
              {"part", what},
              {"bytes", r.total}});
-  if (s_.store->is_late(id, me)) {
-    s_.note_uploaded({id, me});
-    s_.queue_enrolment(id, me);
-  } else {
-    s_.note_uploaded({id, ""});
+  const JobKey job = s_.release_job(id, me);
+  s_.note_uploaded(job);
+  if (job.participant.empty())
     s_.queue_if_complete(id);
-  }
+  else
+    s_.queue_enrolment(id, me);
   return Status::OK;
 }
 

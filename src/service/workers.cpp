@@ -88,7 +88,7 @@ std::uint64_t job_bytes(const v1::CollaborationSpec& spec, std::uint64_t partici
   const std::uint64_t l = spec.dim(), a = spec.anchor().rows();
   // Over MPI each rank aligns its share of the participants (the ranks' hosts are alike, one
   // rank per worker's memory, is the assumption); the server itself streams the anchors.
-  if (spec.has_distributed() && spec.distributed().ranks() > 1)
+  if (spec.distributed().ranks() > 1)
     participants = (participants + spec.distributed().ranks() - 1) / spec.distributed().ranks();
   // The float64 anchors as read, their cast, and the algorithm's copies and products: 5 copies
   // of the c a x l anchors and 6 of the c l x l matrices bound every method's workspace.

@@ -50,14 +50,15 @@ struct QueuedJob {
   std::string collaboration;
   double queued_at = 0;     ///< when it was queued (seconds; only the order matters)
   std::uint64_t bytes = 0;  ///< job_bytes
+  std::string participant;  ///< the late participant it enrols; empty: the alignment
 };
 
-/// Which of `queued` a free worker with `free_bytes` of memory (and `limit`, its job limit)
-/// takes next, or nothing. Collaborations take turns: among those with a job waiting and none
-/// running, the one served longest ago (never: first, by its oldest job) goes first, and its
-/// oldest job (FIFO); a job that does not fit the worker's free memory is left for another
-/// worker (or for later) and the next collaboration's turn comes. `last_served` holds a
-/// sequence number per collaboration, larger for later.
+/// Which of `queued` a free worker with `free_bytes` of memory takes next, or nothing.
+/// Collaborations take turns: among those with a job waiting and none running, the one served
+/// longest ago (never: first, by its oldest job) goes first, and its oldest job (FIFO); a job that
+/// does not fit the worker's free memory is left for another worker (or for later) and the next
+/// collaboration's turn comes. `last_served` holds a sequence number per collaboration, larger for
+/// later.
 std::optional<std::size_t> pick_job(const std::vector<QueuedJob>& queued,
                                     const std::set<std::string>& running,
                                     const std::map<std::string, std::uint64_t>& last_served,

@@ -68,7 +68,8 @@ TEST(ServiceWorkers, PlanFollowsTheOptions) {
 TEST(ServiceWorkers, CollaborationsTakeTurnsAndEachKeepsItsOrder) {
   // Collaboration a queued three jobs before b and c queued one each: a's first, then b, c,
   // then a's second (a was served last), and never two of a's at once.
-  std::vector<QueuedJob> q = {{"a", 1, 10}, {"a", 2, 10}, {"a", 3, 10}, {"b", 4, 10}, {"c", 5, 10}};
+  std::vector<QueuedJob> q = {
+      {"a", 1, 10, ""}, {"a", 2, 10, ""}, {"a", 3, 10, ""}, {"b", 4, 10, ""}, {"c", 5, 10, ""}};
   std::set<std::string> running;
   std::map<std::string, std::uint64_t> served;
   std::uint64_t count = 0;
@@ -84,7 +85,7 @@ TEST(ServiceWorkers, CollaborationsTakeTurnsAndEachKeepsItsOrder) {
 
   // A collaboration with a running job waits; a job larger than the free memory is left for
   // another worker, and the next collaboration's turn comes.
-  q = {{"a", 1, 10}, {"b", 2, 500}, {"c", 3, 10}};
+  q = {{"a", 1, 10, ""}, {"b", 2, 500, ""}, {"c", 3, 10, ""}};
   EXPECT_EQ(pick_job(q, {"a"}, {}, 100), std::optional<std::size_t>(2));
   EXPECT_EQ(pick_job(q, {}, {}, 1000), std::optional<std::size_t>(0));
   EXPECT_EQ(pick_job(q, {"a", "c"}, {}, 100), std::nullopt);
