@@ -267,10 +267,12 @@ struct Config {
   index_t trials = 1;
   std::uint64_t seed = 0;
   std::string device = "cpu";  ///< alignment and LibTorch models
-  /// LibTorch threads and the CPU alignment backend's threads (0: all cores). 1 by default:
-  /// mini-batch MLP training on small layers got slower, and erratic, with 2 threads on a
-  /// loaded 2-core machine (measured in the learning layer), and so did the alignment.
-  int threads = 1;
+  /// The run's threads in all (0, the default: the hardware threads). They are worker threads
+  /// that take the independent trials and models side by side, each task on one thread: the
+  /// small models of these experiments got slower with two LibTorch threads than with one
+  /// (bench/results/experiments), and a cap never multiplies. The records do not depend on it.
+  /// A "cuda" device runs one task at a time.
+  int threads = 0;
   learn::ModelOptions model_options;
   /// Factor sweeps ([sweep] in the file): every combination of the axes' values runs as one
   /// point (the config with those values; axes in alphabetical key order, the first varying
@@ -324,13 +326,54 @@ struct Result {
   std::vector<RoundRecord> rounds;  ///< FedAvg's per-round curves
   std::vector<StatisticsResult> statistics;
   double wall_seconds = 0.0;
-  std::string machine;  ///< CPU model and thread counts
+  std::string machine;             ///< CPU model and thread counts
+  int workers = 1;                 ///< the worker threads the run used
+  std::size_t resumed_trials = 0;  ///< trials read back from a checkpoint
+  /// Per method ("central", "odc", "fedavg-1E32B", ...): the seconds its models took to train and
+  /// score, summed over trials, conditions and workers (each record's `seconds`, once per fit).
+  std::vector<std::pair<std::string, double>> method_seconds;
 };
 
 using Progress = std::function<void(const std::string&)>;
 
+/// Where a run stands, after each finished trial.
+struct ProgressReport {
+  std::size_t done = 0, total = 0;    ///< trials finished (resumed ones included) and in all
+  std::size_t resumed = 0;            ///< of `done`, those read back from the checkpoint
+  std::size_t point = 0, points = 1;  ///< the finished trial's point (0-based) and the points
+  std::string point_label;            ///< "" without a sweep
+  std::size_t point_done = 0, point_total = 0;  ///< that point's trials finished and in all
+  double elapsed = 0;                           ///< seconds since the run began
+  double remaining = 0;  ///< estimated seconds left (from the trials run here, not resumed)
+};
+
+/// How run() runs. Independent trials, and every trial's model fits, run side by side on
+/// Config::threads worker threads of one thread each (0: the hardware threads); the records come
+/// out in the serial run's order and bit for bit its values, whatever the thread count.
+struct RunOptions {
+  Progress progress;  ///< messages ("loading mnist", ...); called from one thread at a time
+  std::function<void(const ProgressReport&)> on_trial;  ///< after each finished trial
+  /// A directory for the checkpoint (experiment/checkpoint.hpp): every finished trial's records
+  /// are written there at once, atomically, with the fingerprint of the config, the build and
+  /// the data, and the directory is removed once the run is complete. "": none.
+  std::string checkpoint_dir;
+  /// Continue the run checkpoint_dir holds: its trials are read back, not run again. A
+  /// checkpoint of another config, build or data is refused, naming the difference.
+  bool resume = false;
+  /// Without resume, discard the trials of an interrupted run in checkpoint_dir (else refused).
+  bool restart = false;
+};
+
 /// Validates the configuration against the dataset (every sweep point, before any training),
 /// runs it (every point), then the tests of its statistics section.
+Result run(const Config& config, const RunOptions& options);
+
+/// The checkpoint directory of experiment `name` in the results directory `out`:
+/// <out>/<name>.trials.
+std::string checkpoint_directory(const std::string& out, const std::string& name);
+/// Removes a complete run's checkpoint (its manifest and trial files, their temporaries, and the
+/// directory when nothing else is left in it).
+void remove_checkpoint(const std::string& dir);
 Result run(const Config& config, const Progress& progress = {});
 
 /// Everything run() checks before its first trial (the keys, the tests, every sweep point's

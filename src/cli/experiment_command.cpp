@@ -1,5 +1,9 @@
 // `dcalign experiment FILE`: runs a TOML experiment and writes JSON, CSV and a Markdown table.
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "dcalign/experiment.hpp"
@@ -9,11 +13,72 @@ namespace dcalign::cli {
 // The most trials `--trials` accepts (the config's `trials` key has the same bound).
 constexpr long long kMaxTrials = 1000000;
 
+namespace {
+
+std::string duration(double seconds) {
+  const long long s = static_cast<long long>(seconds + 0.5);
+  std::ostringstream os;
+  if (s >= 3600)
+    os << s / 3600 << " h " << (s % 3600) / 60 << " min";
+  else if (s >= 60)
+    os << s / 60 << " min " << s % 60 << " s";
+  else
+    os << s << " s";
+  return os.str();
+}
+
+// Where the run stands: on a terminal one line redrawn in place with a bar, else a plain line
+// per finished trial (for logs).
+class ProgressView {
+ public:
+  ProgressView() : tty_(::isatty(STDERR_FILENO) == 1) {}
+  void message(const std::string& m) {
+    clear();
+    std::cerr << "dcalign: " << m << std::endl;
+    redraw();
+  }
+  void trial(const experiment::ProgressReport& p) {
+    std::ostringstream os;
+    os << p.done << "/" << p.total << " trials";
+    if (p.points > 1)
+      os << ", point " << p.point + 1 << "/" << p.points << " (" << p.point_label << ") "
+         << p.point_done << "/" << p.point_total;
+    os << ", elapsed " << duration(p.elapsed);
+    if (p.done < p.total) os << ", about " << duration(p.remaining) << " left";
+    if (!tty_) {
+      std::cerr << "dcalign: " << os.str() << std::endl;
+      return;
+    }
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(kWidth * p.done / std::max<std::size_t>(1, p.total));
+    line_ = "[" + std::string(static_cast<size_t>(filled), '#') +
+            std::string(static_cast<size_t>(kWidth - filled), '.') + "] " + os.str();
+    redraw();
+  }
+  void finish() {
+    if (tty_ && !line_.empty()) std::cerr << std::endl;
+    line_.clear();
+  }
+
+ private:
+  void clear() {
+    if (tty_ && !line_.empty()) std::cerr << "\r\033[K";
+  }
+  void redraw() {
+    if (tty_ && !line_.empty()) std::cerr << "\r\033[K" << line_ << std::flush;
+  }
+  bool tty_;
+  std::string line_;
+};
+
+}  // namespace
+
 void add_experiment_command(CLI::App& app) {
   struct Args {
     std::string file, out_dir = "experiments/results", data_dir, device;
     long long trials = 0;
-    bool check = false;
+    int threads = 0;
+    bool check = false, resume = false, restart = false;
   };
   static Args args;
   auto* cmd = app.add_subcommand("experiment", kExperimentDescription);
@@ -25,6 +90,15 @@ void add_experiment_command(CLI::App& app) {
               "override the number of trials (1 to 10^6)");
   cmd->add_option("--device", args.device, "override the device (cpu | cuda)")
       ->check(device_names());
+  add_integer(cmd, "--threads", args.threads, 0, 4096,
+              "override the threads in all (0: the hardware threads); trials and models run "
+              "side by side, one thread each, with the same records at any count");
+  cmd->add_flag("--resume", args.resume,
+                "continue an interrupted run from its checkpoint (<out>/<name>.trials): its "
+                "finished trials are read back; another config, build or data is refused");
+  cmd->add_flag("--restart", args.restart,
+                "discard the finished trials of an interrupted run in <out>/<name>.trials")
+      ->excludes("--resume");
   cmd->add_flag("--check", args.check,
                 "only check the file: keys, dataset, sizes and every sweep point; no trial runs");
   cmd->callback([cmd] {
@@ -34,6 +108,7 @@ void add_experiment_command(CLI::App& app) {
     if (!args.data_dir.empty()) cfg.data_dir = args.data_dir;
     if (cmd->count("--trials")) cfg.trials = args.trials;
     if (!args.device.empty()) cfg.device = args.device;
+    if (cmd->count("--threads")) cfg.threads = args.threads;
     if (args.check) {
       const auto points = experiment::check(cfg);
       std::cout << "dcalign: " << args.file << " is valid: " << points << " point(s) of "
@@ -41,12 +116,29 @@ void add_experiment_command(CLI::App& app) {
       return;
     }
     experiment::check_output_directory(args.out_dir, cfg.name, "--out");
-    auto result = experiment::run(
-        cfg, [](const std::string& msg) { std::cerr << "dcalign: " << msg << std::endl; });
+    ProgressView view;
+    experiment::RunOptions run;
+    run.progress = [&view](const std::string& msg) { view.message(msg); };
+    run.on_trial = [&view](const experiment::ProgressReport& p) { view.trial(p); };
+    run.checkpoint_dir = experiment::checkpoint_directory(args.out_dir, cfg.name);
+    run.resume = args.resume;
+    run.restart = args.restart;
+    auto result = experiment::run(cfg, run);
+    view.finish();
     experiment::write_outputs(result, args.out_dir);
+    experiment::remove_checkpoint(run.checkpoint_dir);  // the outputs hold every trial now
     std::cout << experiment::summary_table(result);
-    std::cout << "wall time " << result.wall_seconds << " s; results in " << args.out_dir << "/"
-              << cfg.name << ".{json,csv,md}\n";
+    std::cout << "wall time " << result.wall_seconds << " s on " << result.workers
+              << " worker thread(s)";
+    if (result.resumed_trials > 0)
+      std::cout << " (" << result.resumed_trials << " trial(s) resumed from the checkpoint)";
+    std::cout << "; results in " << args.out_dir << "/" << cfg.name << ".{json,csv,md}\n";
+    if (!result.method_seconds.empty()) {
+      std::cout << "model time by method (" << cfg.protocol << ", summed over trials and workers):";
+      for (const auto& [method, secs] : result.method_seconds)
+        std::cout << " " << method << " " << duration(secs) << ";";
+      std::cout << "\n";
+    }
   });
 }
 

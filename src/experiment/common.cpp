@@ -135,7 +135,7 @@ learn::ModelOptions trial_model_options(const Config& c, std::uint64_t seed) {
   learn::ModelOptions mo = c.model_options;
   mo.seed = seed;
   mo.device = c.device;
-  mo.threads = c.threads;
+  mo.threads = 1;  // every task on one thread; Config::threads counts the workers
   for (const auto& m : c.metrics)
     if (m == "roc_auc" || m == "pr_auc") mo.svm.probability = true;
   return mo;

@@ -101,9 +101,10 @@ void check_names(const Config& config, const std::vector<std::string>& given,
                  const std::set<std::string>& known, const char* what, const char* key);
 /// The [[statistics]] specs against the config (names, methods, factors); throws InvalidInput.
 void validate_statistics(const Config& config);
-/// One point of a run (no sweep): Runner's checks alone (loading the dataset), and the run.
+/// The "config" object of result_json: the keys that describe the run, as JSON text.
+std::string config_json(const Config& config);
+/// One point of a run (no sweep): Runner's checks alone (loading the dataset).
 void prepare_point(const Config& config, const Progress& progress);
-Result run_point(const Config& config, const Progress& progress);
 }  // namespace detail
 
 /// A seed derived from the run's seed and a purpose (a) and index (b).

@@ -2,6 +2,7 @@
 // it or another layer's tables, the public anchor pool, and each trial's split and anchor.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -394,6 +395,57 @@ Split TrialData::user_view(const Split& sp) const {
     v.yY.push_back(sp.yY[r]);
   }
   return v;
+}
+
+namespace {
+// A 64-bit hash of raw bytes, a word at a time (splitmix64's finaliser on each word, chained):
+// fast enough for a whole dataset (GB/s) and not meant to resist an adversary, only to notice
+// that the data changed.
+class Hasher {
+ public:
+  void add(const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    std::size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i, 8);
+      mix(w);
+    }
+    std::uint64_t tail = 0;
+    std::memcpy(&tail, p + i, bytes - i);
+    mix(tail ^ (static_cast<std::uint64_t>(bytes) << 56));
+  }
+  template <class T>
+  void add(const std::vector<T>& v) {
+    add(v.data(), v.size() * sizeof(T));
+  }
+  void add(const Matrix<double>& m) {
+    const std::uint64_t shape[2] = {static_cast<std::uint64_t>(m.rows()),
+                                    static_cast<std::uint64_t>(m.cols())};
+    add(shape, sizeof shape);
+    add(m.data(), static_cast<std::size_t>(m.size()) * sizeof(double));
+  }
+  std::uint64_t value() const { return h_; }
+
+ private:
+  void mix(std::uint64_t w) {
+    std::uint64_t z = (h_ ^ w) + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    h_ = z ^ (z >> 31);
+  }
+  std::uint64_t h_ = 0x6a09e667f3bcc908ULL;
+};
+}  // namespace
+
+std::uint64_t TrialData::fingerprint() const {
+  Hasher h;
+  for (const data::Dataset* d : {&train_, &test_}) {
+    h.add(d->X);
+    h.add(d->y);
+  }
+  h.add(public_pool_);
+  return h.value();
 }
 
 }  // namespace dcalign::experiment::detail

@@ -2,6 +2,7 @@
 // An experiment's data: the dataset (a named one, or the synthetic stand-in), the checks that
 // need it or another layer's tables, the public anchor pool, and each trial's split and anchor;
 // with what the run decides from the Config before any trial (protocol, DP sigma, dimensions).
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ class TrialData {
   void prepare();
 
   const data::Dataset& train() const { return train_; }
+  /// A 64-bit hash of every value the trials draw from (the training and test sets as loaded,
+  /// the public anchor pool): what a resumed run checks against the one it continues.
+  std::uint64_t fingerprint() const;
   index_t l() const { return l_; }
   index_t l_user_max() const { return l_user_max_; }  ///< the largest l_i a user can have
   bool nri() const { return nri_; }

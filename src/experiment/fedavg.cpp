@@ -22,11 +22,13 @@ learn::FedAvgOptions FedAvgRun::options(const std::string& configuration) const 
 
 // FedAvg on the users' raw training rows, scored on the test data as Central is; one method
 // per configuration "<E>E<B>B", with its per-round curves and the bytes it exchanged.
-void FedAvgRun::run(index_t t, index_t data_trial, const Split& sp, Result& res) const {
+void FedAvgRun::run(index_t t, index_t data_trial, const Split& sp,
+                    const std::string& configuration, std::vector<Record>& records,
+                    std::vector<RoundRecord>& rounds) const {
   const Matrix<double> X_all = vstack(sp.X), Y_all = vstack(sp.Y);
   const std::vector<double> y_all = concat(sp.y), yY_all = concat(sp.yY);
   const int K = static_cast<int>(num_classes_);
-  for (const auto& configuration : c_.fedavg_configurations) {
+  {
     const learn::FedAvgOptions fo = options(configuration);
     const std::string method = "fedavg-" + configuration;
     const auto t0 = Clock::now();
@@ -45,7 +47,7 @@ void FedAvgRun::run(index_t t, index_t data_trial, const Split& sp, Result& res)
       rr.uplink_bytes = r.uplink_bytes;
       downlink += r.downlink_bytes;
       uplink += r.uplink_bytes;
-      res.rounds.push_back(rr);
+      rounds.push_back(rr);
       curve_seconds += since(e0);
     };
     const auto h = learn::fit_fedavg(
@@ -55,16 +57,16 @@ void FedAvgRun::run(index_t t, index_t data_trial, const Split& sp, Result& res)
     const auto values = score(*h, Y_all, yY_all, c_.metrics, num_classes_);
     const double secs = since(t0) - curve_seconds;  // training and the final scoring
     for (const auto& [metric, v] : values)
-      res.records.push_back({t, "-", method, "mlp", metric, v, secs});
+      records.push_back({t, "-", method, "mlp", metric, v, secs});
     CommModel cm;
     cm.users = c_.users;
     cm.model_parameters = static_cast<double>(h->parameters().size());
     cm.bits = c_.model_options.mlp.float64 ? 64 : 32;
     cm.rounds = fo.rounds;
     cm.participation = fo.participation;
-    res.records.push_back({t, "-", method, "mlp", "uplink_bytes", uplink, 0});
-    res.records.push_back({t, "-", method, "mlp", "downlink_bytes", downlink, 0});
-    res.records.push_back(
+    records.push_back({t, "-", method, "mlp", "uplink_bytes", uplink, 0});
+    records.push_back({t, "-", method, "mlp", "downlink_bytes", downlink, 0});
+    records.push_back(
         {t, "-", method, "mlp", "predicted_bytes", estimate_communication(cm).fl_bytes, 0});
   }
 }

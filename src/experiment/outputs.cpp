@@ -84,15 +84,8 @@ void check_output_directory(const std::string& dir, const std::string& name,
     io::check_replaceable_file((fs::path(dir) / (name + ext)).string(), "experiment output");
 }
 
-std::string result_json(const Result& r) {
-  nlohmann::ordered_json j;
-  const auto& c = r.config;
-  j["name"] = c.name;
-  j["source"] = c.source;
-  j["machine"] = r.machine;
-  j["wall_seconds"] = r.wall_seconds;
-  if (c.dp_enabled())  // sigma for Delta = dp_row_range; per-condition sigma_i in the records
-    j["dp_sigma"] = analytic_gaussian_sigma(c.dp_epsilon, c.dp_delta, c.dp_row_range);
+namespace detail {
+std::string config_json(const Config& c) {
   nlohmann::ordered_json cfg;
   cfg["protocol"] = c.protocol;
   cfg["dataset"] = c.dataset;
@@ -160,7 +153,20 @@ std::string result_json(const Result& r) {
     if (c.measures("dr")) cfg["privacy_dr_epsilon"] = c.privacy_dr_epsilon;
     if (c.privacy_defence) cfg["privacy_defence"] = true;
   }
-  j["config"] = cfg;
+  return cfg.dump();
+}
+}  // namespace detail
+
+std::string result_json(const Result& r) {
+  nlohmann::ordered_json j;
+  const auto& c = r.config;
+  j["name"] = c.name;
+  j["source"] = c.source;
+  j["machine"] = r.machine;
+  j["wall_seconds"] = r.wall_seconds;
+  if (c.dp_enabled())  // sigma for Delta = dp_row_range; per-condition sigma_i in the records
+    j["dp_sigma"] = analytic_gaussian_sigma(c.dp_epsilon, c.dp_delta, c.dp_row_range);
+  j["config"] = nlohmann::ordered_json::parse(detail::config_json(c));
   nlohmann::ordered_json recs = nlohmann::ordered_json::array();
   for (const auto& rec : r.records)
     recs.push_back({{"trial", rec.trial},

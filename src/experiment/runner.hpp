@@ -24,26 +24,35 @@
 #include "experiment/data_setup.hpp"
 #include "experiment/fedavg.hpp"
 #include "experiment/privacy_eval.hpp"
+#include "experiment/scheduler.hpp"
 
 namespace dcalign::experiment::detail {
 
+/// The CPU model and the hardware threads, for the results.
+std::string machine_description();
+
 class Runner {
  public:
-  Runner(const Config& c, const Progress& progress)
-      : c_(c), progress_(progress), data_(c, progress) {}
+  /// `workers`: the pool's threads, each with a backend of its own.
+  Runner(const Config& c, const Progress& progress, int workers = 1)
+      : c_(c), progress_(progress), data_(c, progress), workers_(workers) {}
 
   /// Everything that can be checked before a trial: the keys, the dataset and the sizes.
   void prepare() { data_.prepare(); }
-  Result run();
+  /// The devices (every worker's alignment backend, LibTorch's device check), then prepare().
+  void open();
+  /// Trial t: its own code runs on the calling worker, its models' fits are queued on `unit`'s
+  /// pool, and every record goes into `unit`'s slots in the serial run's order.
+  void trial(index_t t, UnitRun& unit);
+  /// A fingerprint of the data the trials draw from (the dataset's values after loading).
+  std::uint64_t data_fingerprint() const { return data_.fingerprint(); }
 
  private:
-  // trial.cpp: the alignment backend and the LibTorch models' device, before any data is read.
   void open_devices();
   // trial.cpp: the protocols, the baselines and the models.
-  void trial(index_t t, Result& res);
-  void local(index_t t, const Split& sp, std::vector<Record>& out,
-             const Matrix<double>* whole_Y = nullptr, const std::vector<double>* whole_y = nullptr);
-  void nri_trial(index_t t, const Split& sp, std::vector<Record>& out);
+  void local(index_t t, const Split& sp, UnitRun& unit, const Matrix<double>* whole_Y = nullptr,
+             const std::vector<double>* whole_y = nullptr);
+  void nri_trial(index_t t, const Split& sp, UnitRun& unit);
   std::vector<Matrix<double>> join_pairs(const std::vector<Matrix<double>>& m) const;
   learn::ModelOptions model_options(std::uint64_t seed) const {
     return trial_model_options(c_, seed);
@@ -60,15 +69,20 @@ class Runner {
     double uplink = 0, downlink_G = 0;
     CommModel model;  // eq. 14's inputs, N set per model kind
   };
+  /// The models of `method` on (X, y), scored on (Y, yY): one task per model kind.
   void fit_and_record(index_t t, const std::string& cond, const std::string& method,
-                      const Matrix<double>& X, const std::vector<double>& y,
-                      const Matrix<double>& Y, const std::vector<double>& yY,
-                      std::vector<Record>& out, const DcTraffic* traffic = nullptr);
+                      Matrix<double> X, std::vector<double> y, Matrix<double> Y,
+                      std::vector<double> yY, UnitRun& unit, const DcTraffic* traffic = nullptr);
+  /// This worker's alignment backend.
+  Backend& backend() const {
+    return *backends_[static_cast<size_t>(TaskPool::current_worker()) % backends_.size()];
+  }
 
   const Config& c_;
   const Progress& progress_;
   TrialData data_;  ///< the dataset and each trial's data
-  std::shared_ptr<Backend> backend_;
+  int workers_;
+  std::vector<std::shared_ptr<Backend>> backends_;  ///< one per worker
 };
 
 }  // namespace dcalign::experiment::detail

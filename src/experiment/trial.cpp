@@ -30,6 +30,8 @@ Matrix<double> leading_columns(const Matrix<double>& V, index_t k) {
   return out;
 }
 
+}  // namespace
+
 std::string machine_description() {
   std::ifstream f("/proc/cpuinfo");
   std::string line, model = "unknown CPU";
@@ -41,17 +43,17 @@ std::string machine_description() {
   return model + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
 }
 
-}  // namespace
-
 // The devices, before any data is read: the alignment backend (the CUDA one fails without a
 // GPU) and, for the LibTorch models (the MLP also inside FedAvg), LibTorch's own device check,
 // whose error names a CPU-only LibTorch or a missing GPU.
 void Runner::open_devices() {
   // The CPU backend's threads too: one per run unless asked (two OpenMP threads made step 9
   // 1.7x slower on the 2-core development machine, bench/results/004).
+  // Every task runs on one thread: the workers are the run's threads (scheduler.hpp).
   BackendOptions bo;
-  bo.threads = c_.threads;
-  backend_ = make_backend(parse_device(c_.device), bo);
+  bo.threads = 1;
+  for (int k = 0; k < std::max(1, workers_); ++k)
+    backends_.push_back(make_backend(parse_device(c_.device), bo));
   if (c_.device == "cpu") return;
   const auto uses = [&](const std::vector<std::string>& names, const char* name) {
     return std::find(names.begin(), names.end(), name) != names.end();
@@ -61,30 +63,12 @@ void Runner::open_devices() {
       (void)model(kind, c_.seed);
 }
 
-Result Runner::run() {
-  const auto t0 = Clock::now();
+void Runner::open() {
   open_devices();
   prepare();
-  Result res;
-  res.config = c_;
-  res.machine = machine_description();
-  for (index_t t = 0; t < c_.trials; ++t) {
-    const double el = since(t0);
-    if (progress_) {
-      std::ostringstream os;
-      os << "trial " << (t + 1) << " of " << c_.trials << ", elapsed " << static_cast<int>(el)
-         << " s";
-      if (t > 0) os << ", estimated " << static_cast<int>(el / t * (c_.trials - t)) << " s left";
-      progress_(os.str());
-    }
-    trial(t, res);
-  }
-  res.wall_seconds = since(t0);
-  return res;
 }
 
-void Runner::trial(index_t t, Result& res) {
-  std::vector<Record>& out = res.records;
+void Runner::trial(index_t t, UnitRun& unit) {
   Split sp = data_.make_split(t);
   // The privacy measurements compare with the users' rows as they hold them, before "raw" noise
   // (a copy only then; otherwise sp.X stays as drawn).
@@ -101,7 +85,8 @@ void Runner::trial(index_t t, Result& res) {
     return std::find(c_.methods.begin(), c_.methods.end(), m) != c_.methods.end();
   };
   if (want("central"))
-    fit_and_record(t, "-", "central", vstack(sp.X), concat(sp.y), vstack(sp.Y), concat(sp.yY), out);
+    fit_and_record(t, "-", "central", vstack(sp.X), concat(sp.y), vstack(sp.Y), concat(sp.yY),
+                   unit);
   const Split mine = data_.user_view(sp);  // what each user holds (its block, when vertical)
   if (want("local")) {
     // The whole test set as user 1 holds it (its block, when vertical).
@@ -109,10 +94,18 @@ void Runner::trial(index_t t, Result& res) {
     const Matrix<double> first =
         own ? Matrix<double>() : data_.block(vstack(sp.Y), data_.block_of(0));
     const std::vector<double> labels = own ? std::vector<double>() : concat(sp.yY);
-    local(t, mine, out, own ? nullptr : &first, own ? nullptr : &labels);
+    local(t, mine, unit, own ? nullptr : &first, own ? nullptr : &labels);
   }
-  if (data_.fedavg()) FedAvgRun(c_, data_.train().num_classes).run(t, data_.data_trial(t), sp, res);
-  if (data_.nri()) return nri_trial(t, sp, out);
+  if (data_.fedavg()) {
+    // One task per configuration, on its own copy of the split.
+    const auto shared = std::make_shared<const Split>(sp);
+    for (const auto& configuration : c_.fedavg_configurations)
+      unit.defer([this, t, shared, configuration](TrialOut::Slot& slot) {
+        FedAvgRun(c_, data_.train().num_classes)
+            .run(t, data_.data_trial(t), *shared, configuration, slot.records, slot.rounds);
+      });
+  }
+  if (data_.nri()) return nri_trial(t, sp, unit);
 
   const Matrix<double> A = data_.anchor(t);
   std::vector<Matrix<double>> anchor_blocks;  // the anchor's columns of each feature block
@@ -199,11 +192,12 @@ void Runner::trial(index_t t, Result& res) {
     const index_t units = static_cast<index_t>(anchors.size()),
                   dim = data_.joined() ? 2 * data_.l() : data_.l();
     if (c_.dp_target == "released")
-      out.push_back({t, to_string(cond), "dp", "-", "dp_sigma",
-                     sigma_sum / static_cast<double>(c_.users), 0});
+      unit.out().now().push_back({t, to_string(cond), "dp", "-", "dp_sigma",
+                                  sigma_sum / static_cast<double>(c_.users), 0});
     if (ragged) {  // the trial's l_i: their mean, smallest and largest
       double sum = 0;
       for (index_t li : dims) sum += static_cast<double>(li);
+      std::vector<Record>& out = unit.out().now();
       const auto [lo, hi] = std::minmax_element(dims.begin(), dims.end());
       out.push_back({t, to_string(cond), "dims", "-", "user_dim_mean",
                      sum / static_cast<double>(c_.users), 0});
@@ -215,7 +209,8 @@ void Runner::trial(index_t t, Result& res) {
       for (index_t i = 0; i < c_.users; ++i)
         views.push_back({&released[i], &anchors[i], &users[i].reveal_secret_basis(), kept[i]});
       PrivacyEvaluator(c_, data_.nri(), data_.dp_sigma())
-          .measure(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr, out);
+          .measure(t, to_string(cond), clean, views, attacker ? &*attacker : nullptr,
+                   unit.out().now());
     }
     const std::vector<std::vector<double>>& y_train = c_.privacy_defence ? kept_labels : sp.y;
     // One stack for align(); users of different l_i are aligned from the list (align_ragged).
@@ -240,18 +235,20 @@ void Runner::trial(index_t t, Result& res) {
       std::vector<Matrix<double>> G;  // G_i: l_i x dim
       AlignReport report;
       if (ragged) {
-        auto al = align_ragged(anchors, dim, align_options(method, t), *backend_);
+        auto al = align_ragged(anchors, dim, align_options(method, t), backend());
         G = std::move(al.G);
         report = al.report;
       } else {
-        const auto al = align(stack, align_options(method, t), *backend_);
+        const auto al = align(stack, align_options(method, t), backend());
         for (index_t i = 0; i < units; ++i) G.push_back(al.G.matrix(i));
         report = al.report;
       }
       // The analyst's step alone, from the released anchors to all G_i (no evaluation).
       if (c_.align_timing)
-        out.push_back({t, to_string(cond), method, "-", "align_seconds", report.total_seconds, 0});
+        unit.out().now().push_back(
+            {t, to_string(cond), method, "-", "align_seconds", report.total_seconds, 0});
       if (uplink != Uplink::fp64) {  // how the reduced precision moved the G_i
+        std::vector<Record>& out = unit.out().now();
         out.push_back({t, to_string(cond), method, "-", "orthogonality_error",
                        report.orthogonality_error, 0});
         out.push_back({t, to_string(cond), method, "-", "objective", report.objective, 0});
@@ -264,8 +261,9 @@ void Runner::trial(index_t t, Result& res) {
       }
       Matrix<double> X_train = vstack(Xh), X_test = vstack(Yh);
       if (c_.standardize_aligned) standardize_aligned(X_train, X_test);
-      fit_and_record(t, to_string(cond), method, X_train, concat(y_train), X_test, concat(sp.yY),
-                     out, data_.fedavg() || uplink != Uplink::fp64 ? &traffic : nullptr);
+      fit_and_record(t, to_string(cond), method, std::move(X_train), concat(y_train),
+                     std::move(X_test), concat(sp.yY), unit,
+                     data_.fedavg() || uplink != Uplink::fp64 ? &traffic : nullptr);
     }
   }
 }
@@ -276,48 +274,53 @@ void Runner::trial(index_t t, Result& res) {
 // and is left out.
 // `whole_Y` and `whole_y`: the whole test set as user 1 holds it, where a vertical partition
 // gives the users other features than the split's rows (default: sp's test shares stacked).
-void Runner::local(index_t t, const Split& sp, std::vector<Record>& out,
-                   const Matrix<double>* whole_Y, const std::vector<double>* whole_y) {
+void Runner::local(index_t t, const Split& sp_in, UnitRun& unit, const Matrix<double>* whole_Y,
+                   const std::vector<double>* whole_y) {
   const std::string holder = c_.holder();
   const index_t scored = holder == "first" ? 1 : c_.users;
-  const Matrix<double> Y_all = holder == "own" ? Matrix<double>()
-                               : whole_Y       ? *whole_Y
-                                               : vstack(sp.Y);
-  const std::vector<double> y_all = holder == "own" ? std::vector<double>()
-                                    : whole_y       ? *whole_y
-                                                    : concat(sp.yY);
-  for (const auto& kind : c_.models) {
-    const auto t0 = Clock::now();
-    std::map<std::string, std::vector<double>> per_metric;
-    for (index_t i = 0; i < scored; ++i) {
-      if (data_.train().num_classes > 0) {
-        const std::set<double> classes(sp.y[i].begin(), sp.y[i].end());
-        if (classes.size() < 2) continue;
-      }
-      auto h = model(
-          kind, derive(c_.seed, 29, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i));
-      h->fit(sp.X[i], sp.y[i], static_cast<int>(data_.train().num_classes));
-      // A user's test share may hold a single class, where ROC-AUC and PR-AUC are undefined
-      // (the metrics refuse it); such users are left out of that metric's mean.
-      for (const auto& metric : c_.metrics) {
-        try {
-          const double v = holder == "own" ? evaluate_one(*h, sp.Y[i], sp.yY[i], metric)
-                                           : evaluate_one(*h, Y_all, y_all, metric);
-          if (std::isfinite(v)) per_metric[metric].push_back(v);
-        } catch (const InvalidInput&) {
-          if (metric != "roc_auc" && metric != "pr_auc") throw;
+  // The tasks' own copies: the users' rows, and the whole test set unless each scores its own.
+  const auto sp = std::make_shared<const Split>(sp_in);
+  const auto Y_all = std::make_shared<const Matrix<double>>(holder == "own" ? Matrix<double>()
+                                                            : whole_Y       ? *whole_Y
+                                                                            : vstack(sp->Y));
+  const auto y_all =
+      std::make_shared<const std::vector<double>>(holder == "own" ? std::vector<double>()
+                                                  : whole_y       ? *whole_y
+                                                                  : concat(sp->yY));
+  for (const auto& kind : c_.models)
+    unit.defer([this, t, kind, holder, scored, sp, Y_all, y_all](TrialOut::Slot& slot) {
+      const auto t0 = Clock::now();
+      std::map<std::string, std::vector<double>> per_metric;
+      for (index_t i = 0; i < scored; ++i) {
+        if (data_.train().num_classes > 0) {
+          const std::set<double> classes(sp->y[i].begin(), sp->y[i].end());
+          if (classes.size() < 2) continue;
+        }
+        auto h = model(
+            kind, derive(c_.seed, 29, static_cast<std::uint64_t>(data_.data_trial(t)) * 4096 + i));
+        h->fit(sp->X[i], sp->y[i], static_cast<int>(data_.train().num_classes));
+        // A user's test share may hold a single class, where ROC-AUC and PR-AUC are undefined
+        // (the metrics refuse it); such users are left out of that metric's mean.
+        for (const auto& metric : c_.metrics) {
+          try {
+            const double v = holder == "own" ? evaluate_one(*h, sp->Y[i], sp->yY[i], metric)
+                                             : evaluate_one(*h, *Y_all, *y_all, metric);
+            if (std::isfinite(v)) per_metric[metric].push_back(v);
+          } catch (const InvalidInput&) {
+            if (metric != "roc_auc" && metric != "pr_auc") throw;
+          }
         }
       }
-    }
-    const double secs = since(t0);
-    for (const auto& [metric, vals] : per_metric) {
-      double mean = 0;
-      for (double v : vals) mean += v;
-      out.push_back({t, "-", "local", kind, metric, mean / static_cast<double>(vals.size()), secs});
-    }
-    if (per_metric.empty() && progress_)
-      progress_("local baseline skipped for " + kind + ": no user holds two classes");
-  }
+      const double secs = since(t0);
+      for (const auto& [metric, vals] : per_metric) {
+        double mean = 0;
+        for (double v : vals) mean += v;
+        slot.records.push_back(
+            {t, "-", "local", kind, metric, mean / static_cast<double>(vals.size()), secs});
+      }
+      if (per_metric.empty() && progress_)
+        progress_("local baseline skipped for " + kind + ": no user holds two classes");
+    });
 }
 
 // NRI-DC (paper 004, Algorithm 1): every worker releases once per trial; then per method and
@@ -325,7 +328,7 @@ void Runner::local(index_t t, const Split& sp, std::vector<Record>& out,
 // metric's mean over the workers scored, and how many of them had a constant t_i. With
 // privacy, the measurements on what the workers release (before the master runs); with
 // privacy_defence, each worker drops its rows below privacy_dr_epsilon before it releases.
-void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
+void Runner::nri_trial(index_t t, const Split& sp, UnitRun& unit) {
   const Matrix<double> A = data_.anchor(t);
   nri::WorkerOptions wo;
   wo.dim = data_.l();
@@ -364,7 +367,7 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
       views.push_back({&r.data, &r.anchor, &z.basis, z.origin});
     }
     PrivacyEvaluator(c_, data_.nri(), data_.dp_sigma())
-        .measure(t, "-", sp.X, views, attacker ? &*attacker : nullptr, out);
+        .measure(t, "-", sp.X, views, attacker ? &*attacker : nullptr, unit.out().now());
   }
   const std::string holder = c_.holder();
   const index_t scored = holder == "first" ? 1 : c_.users;
@@ -382,7 +385,7 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
           model_options(derive(c_.seed, 13, static_cast<std::uint64_t>(data_.data_trial(t))));
       mo.num_classes = K;
       AlignReport alignment;
-      const auto anchor_labels = nri::master(releases, mo, *backend_, &alignment);
+      const auto anchor_labels = nri::master(releases, mo, backend(), &alignment);
       std::map<std::string, std::vector<double>> per_metric;
       index_t constant = 0;
       for (index_t i = 0; i < scored; ++i) {
@@ -402,6 +405,7 @@ void Runner::nri_trial(index_t t, const Split& sp, std::vector<Record>& out) {
         for (const auto& [m, v] : res.scores) per_metric[m].push_back(v);
       }
       const double secs = since(t0);
+      std::vector<Record>& out = unit.out().now();
       for (const auto& [metric, vals] : per_metric) {
         double mean = 0;
         for (double v : vals) mean += v;
@@ -472,39 +476,51 @@ double Runner::evaluate_one(const learn::Model& h, const Matrix<double>& Y,
 }
 
 void Runner::fit_and_record(index_t t, const std::string& cond, const std::string& method,
-                            const Matrix<double>& X, const std::vector<double>& y,
-                            const Matrix<double>& Y, const std::vector<double>& yY,
-                            std::vector<Record>& out, const DcTraffic* traffic) {
-  for (const auto& kind : c_.models) {
-    const auto t0 = Clock::now();
-    auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(data_.data_trial(t))));
-    h->fit(X, y, static_cast<int>(data_.train().num_classes));
-    const auto values = score(*h, Y, yY, c_.metrics, data_.train().num_classes);
-    const double secs = since(t0);
-    for (const auto& [metric, v] : values) out.push_back({t, cond, method, kind, metric, v, secs});
-    // Parametric models only (mlp, logreg): the comparison with FedAvg's model updates.
-    const double N = static_cast<double>(h->parameters().size());
-    if (traffic && N == 0 && c_.uplink != "fp64")  // what the reduced uplink sends, any model
-      out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
-    if (traffic && N > 0) {
-      CommModel cm = traffic->model;
-      cm.model_parameters = N;
-      const double users = static_cast<double>(c_.users);
-      out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
-      out.push_back({t, cond, method, kind, "downlink_bytes",
-                     traffic->downlink_G + users * N * sizeof(double), 0});
-      out.push_back(
-          {t, cond, method, kind, "predicted_bytes", estimate_communication(cm).dc_bytes, 0});
-    }
-  }
+                            Matrix<double> X_in, std::vector<double> y_in, Matrix<double> Y_in,
+                            std::vector<double> yY_in, UnitRun& unit, const DcTraffic* traffic) {
+  // The tasks share one copy of the data; each model kind is a task of its own.
+  struct Data {
+    Matrix<double> X, Y;
+    std::vector<double> y, yY;
+    std::optional<DcTraffic> traffic;
+  };
+  auto d = std::make_shared<Data>();
+  d->X = std::move(X_in);
+  d->Y = std::move(Y_in);
+  d->y = std::move(y_in);
+  d->yY = std::move(yY_in);
+  if (traffic) d->traffic = *traffic;
+  const std::shared_ptr<const Data> data = d;
+  for (const auto& kind : c_.models)
+    unit.defer([this, t, cond, method, kind, data](TrialOut::Slot& slot) {
+      std::vector<Record>& out = slot.records;
+      const auto t0 = Clock::now();
+      auto h = model(kind, derive(c_.seed, 13, static_cast<std::uint64_t>(data_.data_trial(t))));
+      h->fit(data->X, data->y, static_cast<int>(data_.train().num_classes));
+      const auto values = score(*h, data->Y, data->yY, c_.metrics, data_.train().num_classes);
+      const double secs = since(t0);
+      for (const auto& [metric, v] : values)
+        out.push_back({t, cond, method, kind, metric, v, secs});
+      // Parametric models only (mlp, logreg): the comparison with FedAvg's model updates.
+      const double N = static_cast<double>(h->parameters().size());
+      const DcTraffic* traffic = data->traffic ? &*data->traffic : nullptr;
+      if (traffic && N == 0 && c_.uplink != "fp64")  // what the reduced uplink sends, any model
+        out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
+      if (traffic && N > 0) {
+        CommModel cm = traffic->model;
+        cm.model_parameters = N;
+        const double users = static_cast<double>(c_.users);
+        out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
+        out.push_back({t, cond, method, kind, "downlink_bytes",
+                       traffic->downlink_G + users * N * sizeof(double), 0});
+        out.push_back(
+            {t, cond, method, kind, "predicted_bytes", estimate_communication(cm).dc_bytes, 0});
+      }
+    });
 }
 
 void prepare_point(const Config& config, const Progress& progress) {
   Runner(config, progress).prepare();
-}
-
-Result run_point(const Config& config, const Progress& progress) {
-  return Runner(config, progress).run();
 }
 
 }  // namespace dcalign::experiment::detail
