@@ -19,6 +19,12 @@ namespace dcalign {
 /// The inputs of 001's model. The defaults are the paper's worked example: c = 100 hospitals
 /// with n_i = 1000 samples, a = 1000 anchor rows of m = 784 features, l = 100, a ResNet-50
 /// (N = 2.5e7 parameters), FP32, unicast anchor distribution (gamma = c), p = 1, R = 1.
+///
+/// The paper uses one N for both protocols, but DC's downstream model h sees the l aligned
+/// features while FL's model sees the m raw ones, so their sizes usually differ (on MNIST, an
+/// MLP with one hidden layer of 256 units: N_DC = 10,506 on l = 30, N_FL = 203,530 on m = 784).
+/// `model_parameters` is N for both; `dc_model_parameters` (eqs. 11, 14) and `fl_model_parameters`
+/// (eq. 15) override it for one protocol each.
 struct CommModel {
   std::int64_t users = 100;         ///< c >= 1
   double mean_samples = 1000;       ///< n (mean samples per user) >= 0; unused when `samples`
@@ -27,11 +33,18 @@ struct CommModel {
   std::int64_t anchor_rows = 1000;  ///< a >= 0
   std::int64_t features = 784;      ///< m >= 0
   std::int64_t dim = 100;           ///< l >= 0 (latent dimension)
-  double model_parameters = 2.5e7;  ///< N >= 1 (parameters of the downstream model)
-  double bits = 32;                 ///< q > 0 (bits per scalar)
-  std::optional<double> gamma;      ///< anchor replication factor >= 0; unset: c (unicast)
-  double participation = 1;         ///< p in (0, 1]
-  double rounds = 1;                ///< R >= 0 (FL rounds)
+  double model_parameters = 2.5e7;  ///< N >= 1 (parameters of the model, both protocols)
+  std::optional<double> dc_model_parameters;  ///< N_DC >= 1 (DC's h); unset: model_parameters
+  std::optional<double> fl_model_parameters;  ///< N_FL >= 1 (FL's model); unset: ditto
+  double bits = 32;                           ///< q > 0 (bits per scalar)
+  std::optional<double> gamma;  ///< anchor replication factor >= 0; unset: c (unicast)
+  double participation = 1;     ///< p in (0, 1]
+  double rounds = 1;            ///< R >= 0 (FL rounds)
+
+  /// N_DC: `dc_model_parameters` when set, else `model_parameters`.
+  double dc_parameters() const { return dc_model_parameters.value_or(model_parameters); }
+  /// N_FL: `fl_model_parameters` when set, else `model_parameters`.
+  double fl_parameters() const { return fl_model_parameters.value_or(model_parameters); }
 };
 
 /// Throws InvalidInput naming the first parameter of `model` that is out of its range.
@@ -39,7 +52,7 @@ void validate(const CommModel& model);
 
 /// Eq. (10): bytes user i uploads, (n_i + a) l q / 8.
 double dc_uplink_bytes(double samples, std::int64_t anchor_rows, std::int64_t dim, double bits);
-/// Eq. (11): bytes each user downloads (the model h and its G_i), (l^2 + N) q / 8.
+/// Eq. (11): bytes each user downloads (the model h and its G_i), (l^2 + N_DC) q / 8.
 double dc_downlink_bytes(std::int64_t dim, double model_parameters, double bits);
 /// Eq. (12): one copy of the raw anchor, a m q / 8.
 double anchor_bytes(std::int64_t anchor_rows, std::int64_t features, double bits);
@@ -48,7 +61,7 @@ double anchor_bytes(std::int64_t anchor_rows, std::int64_t features, double bits
 double anchor_distribution_bytes(double gamma, std::int64_t anchor_rows, std::int64_t features,
                                  double bits);
 /// Eq. (15): R rounds of FL in which a fraction p of the c clients each download and upload the
-/// whole model once per round, 2 R p c N q / 8.
+/// whole model once per round, 2 R p c N_FL q / 8.
 double fl_bytes(double rounds, double participation, std::int64_t users, double model_parameters,
                 double bits);
 
@@ -56,6 +69,8 @@ double fl_bytes(double rounds, double participation, std::int64_t users, double 
 struct CommEstimate {
   double mean_samples = 0;               ///< n used (the mean of `samples` when given)
   double gamma = 0;                      ///< gamma used (c when unset)
+  double dc_model_parameters = 0;        ///< N_DC used
+  double fl_model_parameters = 0;        ///< N_FL used
   double uplink_bytes_per_user = 0;      ///< eq. (10) with n
   double uplink_bytes_max_user = 0;      ///< eq. (10) with max_i n_i
   double uplink_bytes = 0;               ///< sum_i of eq. (10)
@@ -75,8 +90,13 @@ struct CommEstimate {
 /// a double.
 CommEstimate estimate_communication(const CommModel& model);
 
-/// Eq. (16): R* = (n + a) l / (2pN) + (l^2 + N) / (2pN) + gamma a m / (2pcN), the FL rounds at
-/// which B_FL = B_DC. q cancels; R* > 1/(2p) because the downlink carries the model itself.
+/// Eq. (16) with a model size per protocol: the FL rounds R* at which B_FL(R*) = B_DC. From
+///   B_DC = q/8 [c ((n + a) l + l^2 + N_DC) + gamma a m]  (eq. 14; c n = sum_i n_i)
+///   B_FL(R) = R 2 p c N_FL q/8                             (eq. 15)
+/// R* = B_DC / (2 p c N_FL q/8)
+///    = (n + a) l / (2p N_FL) + (l^2 + N_DC) / (2p N_FL) + gamma a m / (2pc N_FL),
+/// which is the paper's eq. (16) when N_DC = N_FL = N. q cancels; R* > N_DC / (2p N_FL) because
+/// the downlink carries DC's model (1/(2p) with one N).
 double break_even_rounds(const CommModel& model);
 
 /// Eq. (18), transfer times in seconds for a bottleneck goodput `bandwidth` (beta, bits/s) and a
@@ -91,8 +111,8 @@ struct TransferTimes {
 /// The paper's aggregate times, and its variant for clients as the bottleneck, where each phase
 /// costs the bytes of the client that sends or receives most in it. For DC that is the anchor
 /// share gamma B_A / c (the anchor split evenly over the users: one copy each when gamma = c),
-/// the largest upload (max_i n_i + a) l q / 8 and the download (l^2 + N) q / 8; for FL it is
-/// 2 N q / 8 per round, whatever p (a selected client moves the whole model both ways).
+/// the largest upload (max_i n_i + a) l q / 8 and the download (l^2 + N_DC) q / 8; for FL it
+/// is 2 N_FL q / 8 per round, whatever p (a selected client moves the whole model both ways).
 TransferTimes estimate_transfer_times(const CommModel& model, double bandwidth, double rtt);
 
 /// Eq. (18) alone: 8 bytes / bandwidth + 3 rtt (DC) ...
@@ -103,7 +123,9 @@ double fl_transfer_seconds(double bytes, double rounds, double bandwidth, double
 /// The document of `dcalign comm --json` (and of the Python module's communication()): the
 /// inputs, the byte counts, GB and GiB, the break-even rounds and, when `transfer` is given, the
 /// transfer times for its bandwidth (bits/s) and rtt (s), else "transfer": null. Indented by
-/// `indent` spaces. `estimate` and `transfer` are the results for `model`.
+/// `indent` spaces. `estimate` and `transfer` are the results for `model`. The inputs give
+/// "dc_model_parameters" and "fl_model_parameters" (the sizes used) and "model_parameters":
+/// their common value, or null when they differ.
 std::string communication_json(const CommModel& model, const CommEstimate& estimate,
                                const std::optional<TransferTimes>& transfer, double bandwidth,
                                double rtt, int indent = 2);

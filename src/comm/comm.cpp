@@ -43,8 +43,8 @@ void check_participation(double p) {
   if (!std::isfinite(p) || p <= 0 || p > 1) bad("participation p", show(p), "0 < p <= 1");
 }
 
-void check_model_parameters(double n) {
-  if (!std::isfinite(n) || n < 1) bad("model_parameters N", show(n), "a finite number >= 1");
+void check_model_parameters(double n, const std::string& name) {
+  if (!std::isfinite(n) || n < 1) bad(name, show(n), "a finite number >= 1");
 }
 
 void check_network(double bandwidth, double rtt) {
@@ -91,7 +91,11 @@ void validate(const CommModel& m) {
   check_count(m.anchor_rows, 0, "anchor_rows a");
   check_count(m.features, 0, "features m");
   check_count(m.dim, 0, "dim l");
-  check_model_parameters(m.model_parameters);
+  check_model_parameters(m.model_parameters, "model_parameters N");
+  if (m.dc_model_parameters)
+    check_model_parameters(*m.dc_model_parameters, "dc_model_parameters N_DC");
+  if (m.fl_model_parameters)
+    check_model_parameters(*m.fl_model_parameters, "fl_model_parameters N_FL");
   check_bits(m.bits);
   if (m.gamma) check_nonnegative(*m.gamma, "gamma");
   check_participation(m.participation);
@@ -109,10 +113,10 @@ double dc_uplink_bytes(double samples, std::int64_t anchor_rows, std::int64_t di
 
 double dc_downlink_bytes(std::int64_t dim, double model_parameters, double bits) {
   check_count(dim, 0, "dim l");
-  check_model_parameters(model_parameters);
+  check_model_parameters(model_parameters, "model_parameters N_DC");
   check_bits(bits);
   const double l = static_cast<double>(dim);
-  return finite((l * l + model_parameters) * bits / 8, "downlink bytes (l^2 + N) q / 8");
+  return finite((l * l + model_parameters) * bits / 8, "downlink bytes (l^2 + N_DC) q / 8");
 }
 
 double anchor_bytes(std::int64_t anchor_rows, std::int64_t features, double bits) {
@@ -135,21 +139,23 @@ double fl_bytes(double rounds, double participation, std::int64_t users, double 
   check_nonnegative(rounds, "rounds R");
   check_participation(participation);
   check_count(users, 1, "users c");
-  check_model_parameters(model_parameters);
+  check_model_parameters(model_parameters, "model_parameters N_FL");
   check_bits(bits);
   return finite(
       2 * rounds * participation * static_cast<double>(users) * model_parameters * bits / 8,
-      "FL bytes 2 R p c N q / 8");
+      "FL bytes 2 R p c N_FL q / 8");
 }
 
 double break_even_rounds(const CommModel& m) {
   validate(m);
   const double n = mean_samples_of(m), a = static_cast<double>(m.anchor_rows),
                l = static_cast<double>(m.dim), c = static_cast<double>(m.users),
-               mm = static_cast<double>(m.features), N = m.model_parameters, p = m.participation;
-  // Eq. (16) term by term: uplink, downlink, anchor (one-off, shared by the c users).
-  const double r = (n + a) * l / (2 * p * N) + (l * l + N) / (2 * p * N) +
-                   gamma_of(m) * a * mm / (2 * p * c * N);
+               mm = static_cast<double>(m.features), p = m.participation;
+  const double n_dc = m.dc_parameters(), n_fl = m.fl_parameters();
+  // Eq. (16) term by term, B_DC / B_FL(1): uplink, downlink (DC's model), anchor (one-off,
+  // shared by the c users), each over the 2 p N_FL scalars a client moves per FL round.
+  const double r = (n + a) * l / (2 * p * n_fl) + (l * l + n_dc) / (2 * p * n_fl) +
+                   gamma_of(m) * a * mm / (2 * p * c * n_fl);
   return finite(r, "break-even rounds R*");
 }
 
@@ -159,6 +165,8 @@ CommEstimate estimate_communication(const CommModel& m) {
   const double c = static_cast<double>(m.users);
   e.mean_samples = mean_samples_of(m);
   e.gamma = gamma_of(m);
+  e.dc_model_parameters = m.dc_parameters();
+  e.fl_model_parameters = m.fl_parameters();
   e.uplink_bytes_per_user = dc_uplink_bytes(e.mean_samples, m.anchor_rows, m.dim, m.bits);
   e.uplink_bytes_max_user = dc_uplink_bytes(max_samples_of(m), m.anchor_rows, m.dim, m.bits);
   if (m.samples.empty()) {
@@ -168,15 +176,15 @@ CommEstimate estimate_communication(const CommModel& m) {
     for (double n : m.samples) sum += dc_uplink_bytes(n, m.anchor_rows, m.dim, m.bits);
     e.uplink_bytes = finite(sum, "uplink bytes sum_i (n_i + a) l q / 8");
   }
-  e.downlink_bytes_per_user = dc_downlink_bytes(m.dim, m.model_parameters, m.bits);
-  e.downlink_bytes = finite(c * e.downlink_bytes_per_user, "downlink bytes c (l^2 + N) q / 8");
+  e.downlink_bytes_per_user = dc_downlink_bytes(m.dim, e.dc_model_parameters, m.bits);
+  e.downlink_bytes = finite(c * e.downlink_bytes_per_user, "downlink bytes c (l^2 + N_DC) q / 8");
   e.anchor_bytes = anchor_bytes(m.anchor_rows, m.features, m.bits);
   e.anchor_distribution_bytes =
       anchor_distribution_bytes(e.gamma, m.anchor_rows, m.features, m.bits);
   e.dc_bytes = finite(e.uplink_bytes + e.downlink_bytes + e.anchor_distribution_bytes,
                       "DC bytes B_DC (eq. 14)");
-  e.fl_bytes = fl_bytes(m.rounds, m.participation, m.users, m.model_parameters, m.bits);
-  e.fl_bytes_per_round = fl_bytes(1, m.participation, m.users, m.model_parameters, m.bits);
+  e.fl_bytes = fl_bytes(m.rounds, m.participation, m.users, e.fl_model_parameters, m.bits);
+  e.fl_bytes_per_round = fl_bytes(1, m.participation, m.users, e.fl_model_parameters, m.bits);
   e.break_even_rounds = break_even_rounds(m);
   e.break_even_rounds_ceil = std::ceil(e.break_even_rounds);
   e.dc_sends_less = e.dc_bytes <= e.fl_bytes;
@@ -208,7 +216,7 @@ TransferTimes estimate_transfer_times(const CommModel& m, double bandwidth, doub
       dc_transfer_seconds(finite(anchor_share + e.uplink_bytes_max_user + e.downlink_bytes_per_user,
                                  "DC bytes of the busiest client"),
                           bandwidth, rtt);
-  t.fl_client_seconds = fl_transfer_seconds(fl_bytes(m.rounds, 1, 1, m.model_parameters, m.bits),
+  t.fl_client_seconds = fl_transfer_seconds(fl_bytes(m.rounds, 1, 1, e.fl_model_parameters, m.bits),
                                             m.rounds, bandwidth, rtt);
   return t;
 }
@@ -224,7 +232,13 @@ std::string communication_json(const CommModel& m, const CommEstimate& e,
   in["anchor_rows"] = m.anchor_rows;
   in["features"] = m.features;
   in["dim"] = m.dim;
-  in["model_parameters"] = m.model_parameters;
+  // One N for both protocols, or null when they differ; the sizes used in any case.
+  if (e.dc_model_parameters == e.fl_model_parameters)
+    in["model_parameters"] = e.dc_model_parameters;
+  else
+    in["model_parameters"] = nullptr;
+  in["dc_model_parameters"] = e.dc_model_parameters;
+  in["fl_model_parameters"] = e.fl_model_parameters;
   in["bits"] = m.bits;
   in["gamma"] = e.gamma;
   in["participation"] = m.participation;

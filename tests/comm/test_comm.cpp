@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "dcalign/comm.hpp"
 #include "dcalign/error.hpp"
 
@@ -144,6 +146,124 @@ TEST(Comm, BreakEvenExceedsHalfOverP) {
   EXPECT_DOUBLE_EQ(break_even_rounds(bare), 2.0);
 }
 
+// An MNIST layout with one MLP (hidden layer of 256 units) per protocol: DC's h on l = 30 aligned
+// features has N_DC = 30*256 + 256 + 256*10 + 10 = 10,506 parameters, FedAvg's on the m = 784
+// raw features N_FL = 784*256 + 256 + 2570 = 203,530. c = 10 users of n = 1000, a = 1000, q = 32
+// (4 bytes), a seeded anchor (gamma = 0), p = 1.
+CommModel mnist_layout() {
+  CommModel m;
+  m.users = 10;
+  m.mean_samples = 1000;
+  m.anchor_rows = 1000;
+  m.features = 784;
+  m.dim = 30;
+  m.gamma = 0;
+  m.dc_model_parameters = 10506;
+  m.fl_model_parameters = 203530;
+  return m;
+}
+
+TEST(Comm, PerProtocolModelSizes) {
+  const CommEstimate e = estimate_communication(mnist_layout());
+  EXPECT_EQ(e.dc_model_parameters, 10506.0);
+  EXPECT_EQ(e.fl_model_parameters, 203530.0);
+  expect_rel(e.uplink_bytes, 2400000.0);              // 10 (1000 + 1000) 30 * 4
+  expect_rel(e.downlink_bytes_per_user, 45624.0);     // (30^2 + 10506) * 4: DC's model
+  expect_rel(e.downlink_bytes, 456240.0);             // 10 users
+  expect_rel(e.dc_bytes, 2856240.0);                  // no anchor transfer
+  expect_rel(e.fl_bytes_per_round, 16282400.0);       // 2 * 1 * 10 * 203530 * 4: FedAvg's model
+  expect_rel(e.break_even_rounds, 35703.0 / 203530);  // 2856240 / 16282400 = 0.17542
+  EXPECT_EQ(e.break_even_rounds_ceil, 1.0);
+  // The same layout with FedAvg's N for both (the one-N reading) overstates B_DC 3.7-fold:
+  // downlink 10 (900 + 203530) 4 = 8177200, B_DC = 10577200, R* = 0.64961.
+  CommModel one_n = mnist_layout();
+  one_n.dc_model_parameters.reset();
+  one_n.fl_model_parameters.reset();
+  one_n.model_parameters = 203530;
+  const CommEstimate o = estimate_communication(one_n);
+  expect_rel(o.dc_bytes, 10577200.0);
+  expect_rel(o.break_even_rounds, 10577200.0 / 16282400);
+  expect_rel(o.fl_bytes, e.fl_bytes);
+  EXPECT_EQ(o.dc_model_parameters, 203530.0);
+}
+
+TEST(Comm, BreakEvenWithTwoModelSizes) {
+  // R* = ((n + a) l + l^2 + N_DC) / (2p N_FL) + gamma a m / (2pc N_FL), worked by hand:
+  // gamma = c = 10, p = 0.5: (60000 + 900 + 10506 + 784000) / 203530 = 855406 / 203530.
+  CommModel m = mnist_layout();
+  m.gamma = 10;
+  m.participation = 0.5;
+  expect_rel(break_even_rounds(m), 855406.0 / 203530);  // 4.2028
+  const CommEstimate e = estimate_communication(m);
+  expect_rel(e.dc_bytes, 2856240.0 + 31360000.0);  // + 10 copies of 1000 * 784 * 4
+  EXPECT_EQ(e.break_even_rounds_ceil, 5.0);
+  // B_FL(R*) = B_DC, and whole rounds cross over at ceil(R*), for several pairs of sizes.
+  for (double n_dc : {1.0, 1e3, 1e7})
+    for (double n_fl : {1.0, 5e4, 1e9}) {
+      m.dc_model_parameters = n_dc;
+      m.fl_model_parameters = n_fl;
+      m.rounds = break_even_rounds(m);
+      const CommEstimate at = estimate_communication(m);
+      expect_rel(at.fl_bytes, at.dc_bytes, 1e-13);
+      m.rounds = std::ceil(at.break_even_rounds);
+      EXPECT_TRUE(estimate_communication(m).dc_sends_less) << n_dc << " " << n_fl;
+      m.rounds = std::ceil(at.break_even_rounds) - 1;
+      EXPECT_FALSE(estimate_communication(m).dc_sends_less) << n_dc << " " << n_fl;
+      // The downlink carries DC's model: R* > N_DC / (2p N_FL) (1/(2p) with one N).
+      EXPECT_GT(at.break_even_rounds, n_dc / (2 * 0.5 * n_fl));
+    }
+}
+
+TEST(Comm, ModelParametersIsBothUnlessOverridden) {
+  CommModel base;
+  base.model_parameters = 5e6;
+  base.participation = 0.3;
+  base.rounds = 4;
+  const CommEstimate one = estimate_communication(base);
+  EXPECT_EQ(one.dc_model_parameters, 5e6);
+  EXPECT_EQ(one.fl_model_parameters, 5e6);
+  // Overrides equal to N change nothing.
+  CommModel same = base;
+  same.dc_model_parameters = 5e6;
+  same.fl_model_parameters = 5e6;
+  const CommEstimate s = estimate_communication(same);
+  EXPECT_EQ(s.dc_bytes, one.dc_bytes);
+  EXPECT_EQ(s.fl_bytes, one.fl_bytes);
+  EXPECT_EQ(s.break_even_rounds, one.break_even_rounds);
+  // One override: the other protocol keeps N.
+  CommModel dc_only = base;
+  dc_only.dc_model_parameters = 1e4;
+  const CommEstimate d = estimate_communication(dc_only);
+  EXPECT_EQ(d.fl_model_parameters, 5e6);
+  expect_rel(d.fl_bytes, one.fl_bytes);
+  expect_rel(d.downlink_bytes_per_user, (100.0 * 100 + 1e4) * 4);
+  CommModel fl_only = base;
+  fl_only.fl_model_parameters = 2e7;
+  const CommEstimate f = estimate_communication(fl_only);
+  EXPECT_EQ(f.dc_model_parameters, 5e6);
+  expect_rel(f.dc_bytes, one.dc_bytes);
+  expect_rel(f.fl_bytes, 4 * one.fl_bytes);  // 4x the model, 4x the bytes
+  expect_rel(f.break_even_rounds, one.break_even_rounds / 4);
+  // Transfer times: a DC client downloads N_DC, an FL client moves N_FL both ways per round.
+  const TransferTimes t = estimate_transfer_times(fl_only, 1e9, 0);
+  expect_rel(t.fl_client_seconds, 8 * (4 * 2 * 2e7 * 4) / 1e9);
+  expect_rel(t.dc_client_seconds, 8 * (3136000.0 + 800000.0 + (1e4 + 5e6) * 4) / 1e9);
+}
+
+TEST(Comm, JsonReportsBothModelSizes) {
+  const CommModel two = mnist_layout();
+  auto j = nlohmann::json::parse(communication_json(two, estimate_communication(two), {}, 0, 0));
+  EXPECT_EQ(j["inputs"]["dc_model_parameters"].get<double>(), 10506.0);
+  EXPECT_EQ(j["inputs"]["fl_model_parameters"].get<double>(), 203530.0);
+  EXPECT_TRUE(j["inputs"]["model_parameters"].is_null());  // no one N when they differ
+  EXPECT_EQ(j["bytes"]["downlink"].get<double>(), 456240.0);
+  const CommModel one;
+  j = nlohmann::json::parse(communication_json(one, estimate_communication(one), {}, 0, 0));
+  EXPECT_EQ(j["inputs"]["model_parameters"].get<double>(), 2.5e7);
+  EXPECT_EQ(j["inputs"]["dc_model_parameters"].get<double>(), 2.5e7);
+  EXPECT_EQ(j["inputs"]["fl_model_parameters"].get<double>(), 2.5e7);
+}
+
 TEST(Comm, PerUserSamples) {
   CommModel m;
   m.users = 4;
@@ -255,6 +375,17 @@ TEST(Comm, BadModelsThrowNamingTheParameter) {
       {[&](CommModel& m) { m.gamma = inf; }, "gamma", "finite"},
       {[](CommModel& m) { m.model_parameters = 0.5; }, "model_parameters N", ">= 1"},
       {[&](CommModel& m) { m.model_parameters = inf; }, "model_parameters N", "finite"},
+      {[](CommModel& m) { m.dc_model_parameters = 0.5; }, "dc_model_parameters N_DC", ">= 1"},
+      {[&](CommModel& m) { m.dc_model_parameters = nan; }, "dc_model_parameters N_DC", "finite"},
+      {[](CommModel& m) { m.fl_model_parameters = 0; }, "fl_model_parameters N_FL", ">= 1"},
+      {[&](CommModel& m) { m.fl_model_parameters = -inf; }, "fl_model_parameters N_FL", "finite"},
+      // A bad common N is refused even where both protocols override it.
+      {[](CommModel& m) {
+         m.model_parameters = 0;
+         m.dc_model_parameters = 10;
+         m.fl_model_parameters = 10;
+       },
+       "model_parameters N", ">= 1"},
       {[](CommModel& m) { m.rounds = -1; }, "rounds R", ">= 0"},
       {[&](CommModel& m) { m.rounds = nan; }, "rounds R", "finite"},
       // Valid values whose byte counts leave the range of double.
@@ -262,7 +393,7 @@ TEST(Comm, BadModelsThrowNamingTheParameter) {
          m.model_parameters = 1e300;
          m.rounds = 1e10;
        },
-       "2 R p c N q / 8", "overflows"},
+       "2 R p c N_FL q / 8", "overflows"},
       {[](CommModel& m) {
          m.mean_samples = 1e300;
          m.dim = 1000000000;
