@@ -79,6 +79,57 @@ TEST_F(CommCli, GammaZeroHalfPrecisionAndPerUserSamples) {
   EXPECT_NEAR(j["bytes"]["uplink_max_user"].get<double>(), 1.6e6, 1e-6);
 }
 
+// An MNIST layout (tests/comm/test_comm.cpp, PerProtocolModelSizes): N_DC = 10,506 (DC's MLP
+// on l = 30), N_FL = 203,530 (FedAvg's on m = 784); B_DC = 10 (2000 * 30 + 900 + 10506) 4 =
+// 2856240, B_FL per round = 2 * 10 * 203530 * 4 = 16282400, R* = 35703 / 203530.
+const std::string kMnist = "comm -c 10 -n 1000 -a 1000 -m 784 -l 30 --gamma 0 ";
+
+TEST_F(CommCli, PerProtocolModelSizes) {
+  const auto r = run(kMnist + "--dc-model-parameters 10506 --fl-model-parameters 203530 --json " +
+                     path("two.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream f(path("two.json"));
+  const auto j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["inputs"]["dc_model_parameters"].get<double>(), 10506.0);
+  EXPECT_EQ(j["inputs"]["fl_model_parameters"].get<double>(), 203530.0);
+  EXPECT_TRUE(j["inputs"]["model_parameters"].is_null());
+  EXPECT_NEAR(j["bytes"]["downlink"].get<double>(), 456240.0, 1e-6);
+  EXPECT_NEAR(j["bytes"]["dc"].get<double>(), 2856240.0, 1e-6);
+  EXPECT_NEAR(j["bytes"]["fl_per_round"].get<double>(), 16282400.0, 1e-6);
+  EXPECT_NEAR(j["break_even_rounds"].get<double>(), 35703.0 / 203530, 1e-15);
+  const std::string out = read("stdout.txt");
+  EXPECT_NE(out.find("N_DC = 10506 and N_FL = 203530 parameters,"), std::string::npos) << out;
+  EXPECT_NE(out.find("R* (16) = 0.175419"), std::string::npos) << out;
+}
+
+TEST_F(CommCli, ModelParametersIsBothUnlessOverridden) {
+  const auto json = [this](const std::string& args, const std::string& name) {
+    const auto r = run(kMnist + args + " --json " + path(name));
+    EXPECT_EQ(r.status, 0) << args << ": " << r.err;
+    std::ifstream f(path(name));
+    return nlohmann::json::parse(f);
+  };
+  // -N is FedAvg's size for both; --dc-model-parameters overrides DC's alone: the same result
+  // as giving both sizes.
+  auto j = json("-N 203530 --dc-model-parameters 10506", "a.json");
+  EXPECT_EQ(j["inputs"]["dc_model_parameters"].get<double>(), 10506.0);
+  EXPECT_EQ(j["inputs"]["fl_model_parameters"].get<double>(), 203530.0);
+  EXPECT_NEAR(j["bytes"]["dc"].get<double>(), 2856240.0, 1e-6);
+  // -N alone: one N, the old meaning (B_DC = 10 (60000 + 900 + 203530) 4 = 8577200 + 2400000).
+  j = json("-N 203530", "b.json");
+  EXPECT_EQ(j["inputs"]["model_parameters"].get<double>(), 203530.0);
+  EXPECT_EQ(j["inputs"]["dc_model_parameters"].get<double>(), 203530.0);
+  EXPECT_NEAR(j["bytes"]["dc"].get<double>(), 10577200.0, 1e-6);
+  EXPECT_NEAR(j["break_even_rounds"].get<double>(), 10577200.0 / 16282400, 1e-15);
+  // --fl-model-parameters alone: DC keeps the default N = 2.5e7.
+  j = json("--fl-model-parameters 203530", "c.json");
+  EXPECT_EQ(j["inputs"]["dc_model_parameters"].get<double>(), 2.5e7);
+  EXPECT_NEAR(j["bytes"]["fl"].get<double>(), 16282400.0, 1e-6);
+  // Overrides equal to -N: one N again.
+  j = json("-N 5 --fl-model-parameters 5", "d.json");
+  EXPECT_EQ(j["inputs"]["model_parameters"].get<double>(), 5.0);
+}
+
 TEST_F(CommCli, BadValuesAreUsageErrorsAndWriteNothing) {
   const std::string json = path("keep.json");
   std::ofstream(json) << "previous";
@@ -94,6 +145,19 @@ TEST_F(CommCli, BadValuesAreUsageErrorsAndWriteNothing) {
       {"--anchor-rows=-5", "--anchor-rows -5 is out of range: expected 0 to"},
       {"--gamma=-1", "gamma"},
       {"--model-parameters 0.1", "model_parameters N"},
+      {"--model-parameters 0.1", "--model-parameters 0.1 is out of range: expected a finite"},
+      {"--dc-model-parameters 0.5", "--dc-model-parameters 0.5 is out of range: expected a finite"},
+      {"--dc-model-parameters nan", "--dc-model-parameters nan is out of range"},
+      {"--fl-model-parameters=-3", "--fl-model-parameters -3 is out of range"},
+      {"--fl-model-parameters inf", "fl_model_parameters N_FL"},
+      {"--fl-model-parameters 1e999", "--fl-model-parameters 1e999 is out of range"},
+      {"--dc-model-parameters ten", "--dc-model-parameters 'ten' is not a number"},
+      {"-N 1e6 --dc-model-parameters 10 --fl-model-parameters 20",
+       "--model-parameters sets no protocol's model when --dc-model-parameters and "
+       "--fl-model-parameters are both given"},
+      // An override does not hide a bad -N (it still sets the other protocol's model).
+      {"-N 0 --dc-model-parameters 10", "--model-parameters 0 is out of range"},
+      {"--dc-model-parameters 1e307", "(l^2 + N_DC) q / 8 overflows"},
       {"--rounds=-2", "rounds R"},
       {"--mean-samples nan", "mean_samples n"},
       {"--bandwidth 0", "bandwidth beta"},
