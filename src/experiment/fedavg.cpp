@@ -60,7 +60,7 @@ void FedAvgRun::run(index_t t, index_t data_trial, const Split& sp,
       records.push_back({t, "-", method, "mlp", metric, v, secs});
     CommModel cm;
     cm.users = c_.users;
-    cm.model_parameters = static_cast<double>(h->parameters().size());
+    cm.fl_model_parameters = static_cast<double>(h->parameters().size());  // eq. 15's N_FL
     cm.bits = c_.model_options.mlp.float64 ? 64 : 32;
     cm.rounds = fo.rounds;
     cm.participation = fo.participation;

@@ -67,7 +67,7 @@ class Runner {
   // X~_i, A_i and y_i, the downlink of G_i; the model h is added per model kind.
   struct DcTraffic {
     double uplink = 0, downlink_G = 0;
-    CommModel model;  // eq. 14's inputs, N set per model kind
+    CommModel model;  // eq. 14's inputs, N_DC set per model kind
   };
   /// The models of `method` on (X, y), scored on (Y, yY): one task per model kind.
   void fit_and_record(index_t t, const std::string& cond, const std::string& method,

@@ -508,7 +508,7 @@ void Runner::fit_and_record(index_t t, const std::string& cond, const std::strin
         out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
       if (traffic && N > 0) {
         CommModel cm = traffic->model;
-        cm.model_parameters = N;
+        cm.dc_model_parameters = N;  // h on the aligned features: eqs. 11 and 14's N_DC
         const double users = static_cast<double>(c_.users);
         out.push_back({t, cond, method, kind, "uplink_bytes", traffic->uplink, 0});
         out.push_back({t, cond, method, kind, "downlink_bytes",
