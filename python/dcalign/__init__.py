@@ -327,9 +327,13 @@ def communication(**options: Any) -> Dict[str, Any]:
 
     Options (the command's, with underscores; the defaults are the paper's worked example):
     users (c), mean_samples (n), samples (the n_i; they give c unless users is given),
-    anchor_rows (a), features (m), dim (l), model_parameters (N), bits (q), gamma (None: c,
-    unicast; 0: a public or seeded anchor), participation (p), rounds (R), bandwidth (bits/s:
-    adds the transfer times), rtt (s). Returns the dict with "inputs", "bytes", "gb", "gib",
+    anchor_rows (a), features (m), dim (l), model_parameters (N, both protocols),
+    dc_model_parameters (N_DC of DC's model h, eqs. 11 and 14) and fl_model_parameters (N_FL of
+    FL's model, eq. 15), each overriding N for its protocol (None: N; all three at once is a
+    ValueError), bits (q), gamma (None: c, unicast; 0: a public or seeded anchor),
+    participation (p), rounds (R), bandwidth (bits/s: adds the transfer times), rtt (s).
+    Returns the dict with "inputs" (with "dc_model_parameters", "fl_model_parameters" and
+    "model_parameters", their common value or None), "bytes", "gb", "gib",
     "break_even_rounds", "break_even_rounds_ceil", "dc_sends_less" and "transfer" (None without
     bandwidth). ValueError names a value out of range, TypeError an unknown option.
     """

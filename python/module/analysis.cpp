@@ -16,9 +16,9 @@ namespace {
 // dcalign comm's options as keyword arguments (CommModel's names), and its JSON document.
 std::string communication_impl(const py::dict& options) {
   static const std::set<std::string> known = {
-      "users",  "mean_samples",     "samples", "anchor_rows", "features",
-      "dim",    "model_parameters", "bits",    "gamma",       "participation",
-      "rounds", "bandwidth",        "rtt"};
+      "users", "mean_samples",  "samples",          "anchor_rows",         "features",
+      "dim",   "bits",          "model_parameters", "dc_model_parameters", "fl_model_parameters",
+      "gamma", "participation", "rounds",           "bandwidth",           "rtt"};
   CommModel m;
   bool users_given = false, timed = false;
   double bandwidth = 0, rtt = 0;
@@ -34,6 +34,9 @@ std::string communication_impl(const py::dict& options) {
       if (key == "features") m.features = v.cast<std::int64_t>();
       if (key == "dim") m.dim = v.cast<std::int64_t>();
       if (key == "model_parameters") m.model_parameters = v.cast<double>();
+      // None leaves a per-protocol size unset (N applies), as gamma = None means c.
+      if (key == "dc_model_parameters" && !v.is_none()) m.dc_model_parameters = v.cast<double>();
+      if (key == "fl_model_parameters" && !v.is_none()) m.fl_model_parameters = v.cast<double>();
       if (key == "bits") m.bits = v.cast<double>();
       if (key == "gamma" && !v.is_none()) m.gamma = v.cast<double>();
       if (key == "participation") m.participation = v.cast<double>();
@@ -45,6 +48,12 @@ std::string communication_impl(const py::dict& options) {
                            std::string(py::str(py::type::of(v))) + ")");
     }
   }
+  // As the command: model_parameters is N for both protocols, dc_/fl_model_parameters override
+  // it for one each, and all three at once leave model_parameters unused (refused).
+  if (options.contains("model_parameters") && m.dc_model_parameters && m.fl_model_parameters)
+    throw InvalidInput(
+        "communication: model_parameters sets no protocol's model when dc_model_parameters and "
+        "fl_model_parameters are both given: drop it, or one of the two");
   // As the command: the list of n_i gives c unless users says otherwise.
   if (!m.samples.empty() && !users_given) m.users = static_cast<std::int64_t>(m.samples.size());
   const CommEstimate e = estimate_communication(m);

@@ -39,6 +39,31 @@ def test_communication_matches_the_command():
         dcalign.communication(user=3)
 
 
+def test_communication_model_size_per_protocol():
+    # An MNIST layout: DC's MLP on l = 30 has N_DC = 10506 parameters, FedAvg's on m = 784
+    # N_FL = 203530. By hand: B_DC = 10 ((1000 + 1000) 30 + 30^2 + 10506) 4 = 2856240 bytes,
+    # B_FL per round = 2 * 10 * 203530 * 4 = 16282400, R* = 2856240 / 16282400.
+    layout = dict(users=10, mean_samples=1000, anchor_rows=1000, features=784, dim=30, gamma=0)
+    r = dcalign.communication(dc_model_parameters=10506, fl_model_parameters=203530, **layout)
+    assert r["inputs"]["dc_model_parameters"] == 10506.0
+    assert r["inputs"]["fl_model_parameters"] == 203530.0
+    assert r["inputs"]["model_parameters"] is None  # no one N
+    assert r["bytes"]["dc"] == 2856240.0 and r["bytes"]["fl_per_round"] == 16282400.0
+    assert r["break_even_rounds"] == pytest.approx(2856240 / 16282400, rel=1e-14)
+    # model_parameters is N for both; an override replaces it for its protocol only.
+    s = dcalign.communication(model_parameters=203530, dc_model_parameters=10506, **layout)
+    assert s["bytes"] == r["bytes"] and s["break_even_rounds"] == r["break_even_rounds"]
+    one = dcalign.communication(model_parameters=203530, dc_model_parameters=None, **layout)
+    assert one["inputs"]["model_parameters"] == 203530.0
+    assert one["bytes"]["dc"] == 10577200.0  # DC's downlink at FedAvg's size: 3.7x the bytes
+    with pytest.raises(ValueError, match="model_parameters sets no protocol's model"):
+        dcalign.communication(model_parameters=5, dc_model_parameters=1, fl_model_parameters=2)
+    with pytest.raises(ValueError, match="dc_model_parameters N_DC"):
+        dcalign.communication(dc_model_parameters=0.5)
+    with pytest.raises(ValueError, match="fl_model_parameters N_FL"):
+        dcalign.communication(fl_model_parameters=float("nan"))
+
+
 # Reference values: SciPy 1.10.1 (scipy.stats.ttest_rel, f_oneway, f.sf) on these inputs.
 X_T = [0.91, 0.88, 0.93, 0.90, 0.87, 0.92, 0.89, 0.94]
 Y_T = [0.89, 0.88, 0.90, 0.88, 0.86, 0.90, 0.88, 0.91]
