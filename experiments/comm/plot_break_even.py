@@ -4,6 +4,7 @@
 Every R* is computed by the built `dcalign comm --json` (the library's numbers, not a Python
 re-implementation). Fixed inputs are the paper's example settings (Fig. 5 caption): c = 100
 users, a = 1000 anchor rows, m = 784 features, l = 100, gamma = c, q = 32 (q cancels in R*).
+N is both protocols' model size (`--model-parameters`, N_DC = N_FL), as in the paper.
 The paper gives no ranges; the ones used here are:
 
   Fig. 4   heatmaps of R* over the mean samples per user n in [10, 1e5] (log, 21 points) and
