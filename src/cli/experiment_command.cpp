@@ -18,12 +18,16 @@ namespace {
 std::string duration(double seconds) {
   const long long s = static_cast<long long>(seconds + 0.5);
   std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  if (seconds < 60) {
+    os << seconds << " s";
+    return os.str();
+  }
   if (s >= 3600)
     os << s / 3600 << " h " << (s % 3600) / 60 << " min";
-  else if (s >= 60)
-    os << s / 60 << " min " << s % 60 << " s";
   else
-    os << s << " s";
+    os << s / 60 << " min " << s % 60 << " s";
   return os.str();
 }
 
