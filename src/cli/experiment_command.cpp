@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#ifdef DCALIGN_EXPERIMENT_MPI
+#include "cli/experiment_mpi.hpp"
+#endif
 #include "dcalign/experiment.hpp"
 
 namespace dcalign::cli {
@@ -82,7 +85,7 @@ void add_experiment_command(CLI::App& app) {
     std::string file, out_dir = "experiments/results", data_dir, device;
     long long trials = 0;
     int threads = 0;
-    bool check = false, resume = false, restart = false;
+    bool check = false, resume = false, restart = false, distributed = false;
   };
   static Args args;
   auto* cmd = app.add_subcommand("experiment", kExperimentDescription);
@@ -103,6 +106,9 @@ void add_experiment_command(CLI::App& app) {
   cmd->add_flag("--restart", args.restart,
                 "discard the finished trials of an interrupted run in <out>/<name>.trials")
       ->excludes("--resume");
+  cmd->add_flag("--distributed", args.distributed,
+                "run under mpirun: the trials and sweep points are spread over the ranks (rank 0 "
+                "hands them out and writes the results; the others run them)");
   cmd->add_flag("--check", args.check,
                 "only check the file: keys, dataset, sizes and every sweep point; no trial runs");
   cmd->callback([cmd] {
@@ -119,6 +125,13 @@ void add_experiment_command(CLI::App& app) {
                 << cfg.trials << " trial(s)\n";
       return;
     }
+    if (args.distributed) {
+#ifndef DCALIGN_EXPERIMENT_MPI
+      throw BackendError(
+          "--distributed: dcalign was built without MPI (CMake found no MPI when it was "
+          "configured); install libopenmpi-dev and openmpi-bin and rebuild");
+#endif
+    }
     experiment::check_output_directory(args.out_dir, cfg.name, "--out");
     ProgressView view;
     experiment::RunOptions run;
@@ -127,13 +140,22 @@ void add_experiment_command(CLI::App& app) {
     run.checkpoint_dir = experiment::checkpoint_directory(args.out_dir, cfg.name);
     run.resume = args.resume;
     run.restart = args.restart;
-    auto result = experiment::run(cfg, run);
+    experiment::Result result;
+#ifdef DCALIGN_EXPERIMENT_MPI
+    if (args.distributed) {
+      if (!run_experiment_distributed(cfg, run, result)) return;  // rank 0 writes
+    } else {
+      result = experiment::run(cfg, run);
+    }
+#else
+    result = experiment::run(cfg, run);
+#endif
     view.finish();
     experiment::write_outputs(result, args.out_dir);
     experiment::remove_checkpoint(run.checkpoint_dir);  // the outputs hold every trial now
     std::cout << experiment::summary_table(result);
     std::cout << "wall time " << result.wall_seconds << " s on " << result.workers
-              << " worker thread(s)";
+              << " worker thread(s)" << (args.distributed ? " per rank" : "");
     if (result.resumed_trials > 0)
       std::cout << " (" << result.resumed_trials << " trial(s) resumed from the checkpoint)";
     std::cout << "; results in " << args.out_dir << "/" << cfg.name << ".{json,csv,md}\n";

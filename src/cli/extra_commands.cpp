@@ -40,6 +40,9 @@ struct Forwarded {
 };
 
 constexpr Forwarded kForwarded[] = {
+#ifdef DCALIGN_HAVE_EXPERIMENT_MPI
+    {"experiment", "dcalign-experiment-mpi", "--distributed"},  // before the plain entry
+#endif
 #ifdef DCALIGN_HAVE_EXPERIMENT
     {"experiment", "dcalign-experiment"},
     {"predict", "dcalign-experiment"},
