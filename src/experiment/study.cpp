@@ -186,32 +186,36 @@ std::shared_ptr<Runner> Study::runner(std::size_t k) {
 void Study::finished(UnitResult r) {
   if (checkpoint_) checkpoint_->save(r);
   const std::size_t k = r.point;
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++finished_;
-  ++run_here_;
-  ++point_done_[k];
-  if (pending_points_[k] > 0 && --pending_points_[k] == 0) {
-    // The point's data go once its last trial is done (the tasks hold the runner until then).
-    std::lock_guard<std::mutex> open(open_mutex_);
-    runners_[k].reset();
+  std::shared_ptr<Runner> last;  // the point's runner, once its last trial is done
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++finished_;
+    ++run_here_;
+    ++point_done_[k];
+    const bool point_done = pending_points_[k] > 0 && --pending_points_[k] == 0;
+    const index_t t = r.trial;
+    done_[{k, t}] = std::move(r);
+    if (options_.on_trial) {
+      ProgressReport p;
+      p.done = finished_;
+      p.total = total_;
+      p.resumed = resumed_;
+      p.point = k;
+      p.points = points_.size();
+      p.point_label = points_[k].first;
+      p.point_done = point_done_[k];
+      p.point_total = point_total_[k];
+      p.elapsed = since(t0_);
+      p.remaining =
+          p.elapsed / static_cast<double>(run_here_) * static_cast<double>(total_ - finished_);
+      options_.on_trial(p);
+    }
+    if (!point_done) return;
   }
-  const index_t t = r.trial;
-  done_[{k, t}] = std::move(r);
-  if (options_.on_trial) {
-    ProgressReport p;
-    p.done = finished_;
-    p.total = total_;
-    p.resumed = resumed_;
-    p.point = k;
-    p.points = points_.size();
-    p.point_label = points_[k].first;
-    p.point_done = point_done_[k];
-    p.point_total = point_total_[k];
-    p.elapsed = since(t0_);
-    p.remaining =
-        p.elapsed / static_cast<double>(run_here_) * static_cast<double>(total_ - finished_);
-    options_.on_trial(p);
-  }
+  // The point's data go (the finishing task has left the runner's code). Not under mutex_:
+  // runner() takes open_mutex_ and then reports through progress_, which takes mutex_.
+  std::lock_guard<std::mutex> open(open_mutex_);
+  last = std::move(runners_[k]);
 }
 
 Result Study::result() {
