@@ -347,6 +347,12 @@ struct ProgressReport {
   double remaining = 0;  ///< estimated seconds left (from the trials run here, not resumed)
 };
 
+/// A duration for people: "4.2 s" below a minute, "3 min 12 s", "2 h 5 min".
+std::string format_duration(double seconds);
+/// One line for a ProgressReport: "trial 3 of 10 done (point 2 of 3, dim=5: 1 of 4), elapsed
+/// 12.0 s, about 28.0 s left".
+std::string progress_line(const ProgressReport& report);
+
 /// How run() runs. Independent trials, and every trial's model fits, run side by side on
 /// Config::threads worker threads of one thread each (0: the hardware threads); the records come
 /// out in the serial run's order and bit for bit its values, whatever the thread count.
@@ -374,6 +380,7 @@ std::string checkpoint_directory(const std::string& out, const std::string& name
 /// Removes a complete run's checkpoint (its manifest and trial files, their temporaries, and the
 /// directory when nothing else is left in it).
 void remove_checkpoint(const std::string& dir);
+/// The same with messages alone: `progress` also gets progress_line() after each trial.
 Result run(const Config& config, const Progress& progress = {});
 
 /// Everything run() checks before its first trial (the keys, the tests, every sweep point's

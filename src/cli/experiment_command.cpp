@@ -18,22 +18,6 @@ constexpr long long kMaxTrials = 1000000;
 
 namespace {
 
-std::string duration(double seconds) {
-  const long long s = static_cast<long long>(seconds + 0.5);
-  std::ostringstream os;
-  os.setf(std::ios::fixed);
-  os.precision(1);
-  if (seconds < 60) {
-    os << seconds << " s";
-    return os.str();
-  }
-  if (s >= 3600)
-    os << s / 3600 << " h " << (s % 3600) / 60 << " min";
-  else
-    os << s / 60 << " min " << s % 60 << " s";
-  return os.str();
-}
-
 // Where the run stands: on a terminal one line redrawn in place with a bar, else a plain line
 // per finished trial (for logs).
 class ProgressView {
@@ -45,21 +29,15 @@ class ProgressView {
     redraw();
   }
   void trial(const experiment::ProgressReport& p) {
-    std::ostringstream os;
-    os << p.done << "/" << p.total << " trials";
-    if (p.points > 1)
-      os << ", point " << p.point + 1 << "/" << p.points << " (" << p.point_label << ") "
-         << p.point_done << "/" << p.point_total;
-    os << ", elapsed " << duration(p.elapsed);
-    if (p.done < p.total) os << ", about " << duration(p.remaining) << " left";
+    const std::string text = experiment::progress_line(p);
     if (!tty_) {
-      std::cerr << "dcalign: " << os.str() << std::endl;
+      std::cerr << "dcalign: " << text << std::endl;
       return;
     }
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(kWidth * p.done / std::max<std::size_t>(1, p.total));
     line_ = "[" + std::string(static_cast<size_t>(filled), '#') +
-            std::string(static_cast<size_t>(kWidth - filled), '.') + "] " + os.str();
+            std::string(static_cast<size_t>(kWidth - filled), '.') + "] " + text;
     redraw();
   }
   void finish() {
@@ -162,7 +140,7 @@ void add_experiment_command(CLI::App& app) {
     if (!result.method_seconds.empty()) {
       std::cout << "model time by method (" << cfg.protocol << ", summed over trials and workers):";
       for (const auto& [method, secs] : result.method_seconds)
-        std::cout << " " << method << " " << duration(secs) << ";";
+        std::cout << " " << method << " " << experiment::format_duration(secs) << ";";
       std::cout << "\n";
     }
   });

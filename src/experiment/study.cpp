@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "base/host_blas.hpp"
@@ -248,7 +249,35 @@ Result run(const Config& config, const RunOptions& options) {
 Result run(const Config& config, const Progress& progress) {
   RunOptions o;
   o.progress = progress;
+  if (progress) o.on_trial = [&progress](const ProgressReport& p) { progress(progress_line(p)); };
   return run(config, o);
+}
+
+std::string format_duration(double seconds) {
+  std::ostringstream os;
+  if (seconds < 60) {
+    os.setf(std::ios::fixed);
+    os.precision(1);
+    os << seconds << " s";
+    return os.str();
+  }
+  const long long s = static_cast<long long>(seconds + 0.5);
+  if (s >= 3600)
+    os << s / 3600 << " h " << (s % 3600) / 60 << " min";
+  else
+    os << s / 60 << " min " << s % 60 << " s";
+  return os.str();
+}
+
+std::string progress_line(const ProgressReport& p) {
+  std::ostringstream os;
+  os << "trial " << p.done << " of " << p.total << " done";
+  if (p.points > 1)
+    os << " (point " << p.point + 1 << " of " << p.points << ", " << p.point_label << ": "
+       << p.point_done << " of " << p.point_total << ")";
+  os << ", elapsed " << format_duration(p.elapsed);
+  if (p.done < p.total) os << ", about " << format_duration(p.remaining) << " left";
+  return os.str();
 }
 
 }  // namespace dcalign::experiment

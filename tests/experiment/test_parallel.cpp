@@ -78,10 +78,11 @@ void expect_same_records(const Result& a, const Result& b, const std::string& wh
         << what << ": record " << k << " is " << y.method << "/" << y.model << "/" << y.metric
         << ", expected " << x.method << "/" << x.model << "/" << x.metric;
     const bool timing = x.metric.size() > 8 && x.metric.substr(x.metric.size() - 8) == "_seconds";
-    if (!timing)
+    if (!timing) {
       EXPECT_EQ(std::memcmp(&x.value, &y.value, sizeof(double)), 0)
           << what << ": record " << k << " (" << x.method << " " << x.model << " " << x.metric
           << ") " << y.value << " against " << x.value;
+    }
   }
   ASSERT_EQ(a.rounds.size(), b.rounds.size()) << what;
   for (size_t k = 0; k < a.rounds.size(); ++k) {
