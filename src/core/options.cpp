@@ -244,7 +244,8 @@ std::vector<OptionInfo> make_schema() {
                   }));
   t.push_back(
       Row::integer("threads", "--threads", 0, max_threads(), "0", "threads",
-                   "CPU threads over users (0: all; at most 4 x the hardware threads)")
+                   "CPU threads over users (an experiment file's key: its worker threads, one task "
+                   "each); 0: all; at most 4 x the hardware threads")
           .keys("threads", "", "")
           .store([](AlignRequest& r, const OptionValue& v) {
             r.threads = static_cast<int>(std::get<std::int64_t>(v));

@@ -417,7 +417,7 @@ class Hasher {
       lane_[0] = rotl(lane_[0] ^ w[0], 31) * kPrime;
     }
     std::uint64_t tail = 0;
-    std::memcpy(&tail, p + i, bytes - i);
+    if (bytes > i) std::memcpy(&tail, p + i, bytes - i);  // an empty array's data() may be null
     lane_[1] = rotl(lane_[1] ^ tail ^ (static_cast<std::uint64_t>(bytes) << 3), 31) * kPrime;
   }
   template <class T>
