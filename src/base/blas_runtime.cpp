@@ -16,6 +16,9 @@ extern "C" {
 // with one fixed kernel set leaves them null, and its kernels are not switchable).
 void gotoblas_dynamic_init(void) __attribute__((weak));
 void gotoblas_dynamic_quit(void) __attribute__((weak));
+// OpenBLAS's thread pool shutdown (what its fork handler calls); the pool starts again on the
+// next threaded call. Weak: a build without the pthreads server lacks it.
+int blas_thread_shutdown_(void) __attribute__((weak));
 }
 
 namespace dcalign::base {
@@ -45,6 +48,11 @@ std::string library_name(const std::string& config) {
 /// Reloads OpenBLAS's kernel table as if the process had started with OPENBLAS_CORETYPE=name,
 /// then restores the environment (unset, as the caller found it). Returns the set now in use.
 std::string reload_kernels(const std::string& name) {
+  // OpenBLAS's constructor has just started its server threads, and a thread that is still
+  // starting reads the kernel table: swapped under it, the process crashed in
+  // gotoblas_dynamic_init (`gotoblas` NULL; about 1 in 7000 starts with 6 processes at once on
+  // 2 cores). The pool is stopped first, as OpenBLAS does before a fork.
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
   setenv("OPENBLAS_CORETYPE", name.c_str(), 1);
   gotoblas_dynamic_quit();
   gotoblas_dynamic_init();
