@@ -75,8 +75,9 @@ void add_experiment_command(CLI::App& app) {
               "override the number of trials (1 to 10^6)");
   cmd->add_option("--device", args.device, "override the device (cpu | cuda)")
       ->check(device_names());
-  add_integer(cmd, "--threads", args.threads, 0, 4096,
-              "override the threads in all (0: the hardware threads); trials and models run "
+  add_integer(cmd, "--threads", args.threads, 0, max_threads(),
+              "override the threads in all (0: the hardware threads; at most 4 x them); trials "
+              "and models run "
               "side by side, one thread each, with the same records at any count");
   cmd->add_flag("--resume", args.resume,
                 "continue an interrupted run from its checkpoint (<out>/<name>.trials): its "

@@ -390,6 +390,8 @@ TEST_F(Hardening, NumbersAreNeverClampedOrWrapped) {
        "--trials 99999999999999999999 is out of range"});
   cases.push_back({"experiment " + path("e.toml") + " --trials 2.5 --out " + path("res"),
                    "--trials '2.5' is not an integer"});
+  cases.push_back({"experiment " + path("e.toml") + " --threads 99999 --out " + path("res"),
+                   "--threads 99999 is out of range"});
 #endif
   for (const auto& c : cases) {
     const auto r = run(c.args);
