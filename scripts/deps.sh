@@ -48,6 +48,14 @@ python3-matplotlib    tool
 python3-torch         tool
 python3-dev           tool
 python3-venv          tool
+# the documentation (scripts/test-docs.sh): Sphinx, MyST, Breathe + Doxygen, headless Chromium
+python3-sphinx        tool
+python3-myst-parser   tool
+python3-breathe       tool
+doxygen               tool
+chromium              tool
+chromium-driver       tool
+python3-selenium      tool
 python3-pip           tool
 @compiler             machine  Threads OpenMP
 # NCCL is looked for only when MPI is found (off on the GPU machine)
