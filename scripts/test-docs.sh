@@ -20,7 +20,8 @@
 #   PAGE...       run the examples of these pages only (default: README.md and docs/).
 # Environment: DCALIGN_BUILD_DIR (default build), DCALIGN_DOCS_WORK (default
 # build/docs-work: the examples' working directories, Doxygen's XML, the installed prefix),
-# DCALIGN_DATA (datasets; default ../shared/datasets).
+# DCALIGN_DOCS_OUT (default build/docs: html/ and screenshots/), DCALIGN_DATA (datasets; default
+# ../shared/datasets).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -38,7 +39,7 @@ while (($#)); do
 done
 export DCALIGN_BUILD_DIR=${DCALIGN_BUILD_DIR:-$root/build}
 export DCALIGN_DOCS_WORK=${DCALIGN_DOCS_WORK:-$DCALIGN_BUILD_DIR/docs-work}
-out=$DCALIGN_BUILD_DIR/docs
+out=${DCALIGN_DOCS_OUT:-$DCALIGN_BUILD_DIR/docs}
 mkdir -p "$DCALIGN_DOCS_WORK" "$out"
 if [[ ! -x $DCALIGN_BUILD_DIR/src/cli/dcalign ]]; then
   echo "test-docs: $DCALIGN_BUILD_DIR/src/cli/dcalign not found: run scripts/build.sh first" >&2
