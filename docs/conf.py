@@ -25,6 +25,7 @@ release = version = re.search(r"project\(dcalign VERSION ([0-9.]+)", (REPO / "CM
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
+    "sphinx.ext.napoleon",
     "sphinx.ext.mathjax",
     "breathe",
     "dcalign_cli",
@@ -40,7 +41,7 @@ myst_heading_anchors = 3
 nitpicky = True
 nitpick_ignore_regex = [
     # Types of the standard library, NumPy and LibTorch that the signatures mention.
-    (r"cpp:.*", r"(std|torch|at|c10)(::.*)?"),
+    (r"cpp:.*", r"(std|torch|at|c10|detail)(::.*)?"),
     (r"cpp:identifier", r"(size_t|uint64_t|int64_t|uint8_t|int32_t|uint32_t|T|Real|Scalar)"),
     (r"py:class", r"(numpy\..*|np\..*|ArrayLike|optional|Any|pandas\..*|os\.PathLike.*)"),
 ]
@@ -56,6 +57,12 @@ templates_path = []
 # has it). autodoc imports it; nothing is mocked, so the docstrings are the module's own.
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
+napoleon_google_docstring = False
+napoleon_numpy_docstring = True
+# Types in the docstrings are prose ("array of shape (c, a, l)"), not class names to resolve.
+napoleon_use_param = False
+napoleon_use_rtype = False
+napoleon_use_ivar = True
 add_module_names = False
 
 # C++ API: Doxygen's XML of include/dcalign (not include/dcalign/detail), made here.
@@ -89,9 +96,19 @@ def _run_doxygen():
             "WARN_IF_UNDOCUMENTED = NO",
             "JAVADOC_AUTOBRIEF = YES",
             "MARKDOWN_SUPPORT = NO",
+            "AUTOLINK_SUPPORT = NO",
         ]
     )
     subprocess.run(["doxygen", "-"], input=cfg.encode(), check=True, cwd=out)
+    # A header's name in a comment ("see learn.hpp") becomes a link to the file's page, which
+    # this site does not have (one page for the namespace): keep the name, drop the link.
+    # The same for the header a class is declared in (<includes refid=...>).
+    file_ref = re.compile(r'<ref refid="[A-Za-z0-9_]+_8hpp" kindref="compound">(.*?)</ref>')
+    include_ref = re.compile(r'(<includes) refid="[A-Za-z0-9_]+_8hpp"')
+    for xml in (out / "xml").glob("*.xml"):
+        text = xml.read_text()
+        if "_8hpp" in text:
+            xml.write_text(include_ref.sub(r"\1", file_ref.sub(r"\1", text)))
 
 
 _run_doxygen()

@@ -101,7 +101,7 @@ if ((examples)); then
   ((${#pages[@]})) || pages=(README.md docs)
   echo "test-docs: running the examples of ${pages[*]}"
   if ! PYTHONPATH=$root/docs/_ext${PYTHONPATH:+:$PYTHONPATH} "$py" -m pytest -p docs_examples \
-    -p no:cacheprovider -q -rs --rootdir="$root" "${pages[@]}"; then
+    -p no:cacheprovider -q --rootdir="$root" "${pages[@]}"; then
     echo "test-docs: FAILED: an example of the documentation" >&2
     status=1
   fi

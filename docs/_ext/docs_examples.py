@@ -244,3 +244,22 @@ pytest_collect_file = Sybil(
     teardown=teardown,
     document_types={".md": Page},
 ).pytest()
+
+_skipped = []
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and report.when in ("setup", "call"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _skipped.append((report.nodeid, reason.replace("Skipped: ", "", 1)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Lists every block a page marks as not run, with the page, the line and the reason."""
+    terminalreporter.section("blocks marked as not run (<!-- skip: next \"reason\" -->)")
+    if not _skipped:
+        terminalreporter.write_line("none")
+    for nodeid, reason in _skipped:
+        page, _, where = nodeid.partition("::")
+        line = where.split(",")[0].replace("line:", "line ")
+        terminalreporter.write_line(f"{page} {line}: {reason}")

@@ -1,15 +1,15 @@
 """dcalign: Data Collaboration analysis from Python.
 
 Analyst side
-    align(anchors, method="odc", **options) -> (G, report)
+    ``align(anchors, method="odc", **options) -> (G, report)``
     Aligner: fit on the first users, enroll users who join later, save / load.
 
 User side
     make_anchor, secret_basis, release (and transform, top_right_singular_vectors).
 
 Experiments (a module built with the learning layer)
-    run_experiment(config) -> ExperimentResult (records as a list of dicts, .to_pandas()),
-    check_experiment(config).
+    ``run_experiment(config) -> ExperimentResult`` (records as a list of dicts,
+    ``.to_pandas()``), ``check_experiment(config)``.
 
 Evaluation
     communication (paper 001's communication model, as `dcalign comm`), paired_t_test,
@@ -105,24 +105,30 @@ def align(anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any,
 
     Parameters
     ----------
-    anchors : array (c, a, l), float32 or float64 (the precision of the computation); a NumPy
-        array or any array with ``__dlpack__`` (e.g. a torch.Tensor). Each A[i]
-        Fortran-ordered with slices back to back is read in place; any other layout is copied
-        once. An array in GPU memory (a CUDA tensor, a CuPy array) is aligned there by the CUDA
-        backend (a module built with it) and G is returned on that GPU, in the caller's kind,
-        without leaving the device; ``device`` then defaults to the array's.
-    method : {methods}
-    **options : the long options of ``dcalign align`` with underscores (``dcalign.options()``
-        lists them with their types, ranges and the methods that use them), plus the arrays
-        rotation (l x l array O) and target (a x l array Z):
+    anchors : array of shape (c, a, l)
+        float32 or float64 (the precision of the computation); a NumPy array or any array with
+        ``__dlpack__`` (e.g. a ``torch.Tensor``). Each ``A[i]`` Fortran-ordered with slices
+        back to back is read in place; any other layout is copied once. An array in GPU memory
+        (a CUDA tensor, a CuPy array) is aligned there by the CUDA backend (a module built with
+        it) and G is returned on that GPU, in the caller's kind, without leaving the device;
+        ``device`` then defaults to the array's.
+    method : str
+        One of {methods}.
+    **options
+        The long options of ``dcalign align`` with underscores (``dcalign.options()`` lists
+        them with their types, ranges and the methods that use them), plus the arrays
+        ``rotation`` (l x l array O) and ``target`` (a x l array Z):
+
 {options}
 
     Returns
     -------
-    (G, report): G of shape (c, l, l) in the anchors' dtype and kind of array (a torch tensor
-    for a tensor input)
-    with A[i] @ G[i] the aligned anchor of user i; report, the dict of AlignReport::to_json
-    (the keys of ``dcalign align --report``) plus ``input_copied`` (bool).
+    G : array of shape (c, l, l)
+        In the anchors' dtype and kind of array (a torch tensor for a tensor input), with
+        ``A[i] @ G[i]`` the aligned anchor of user i.
+    report : dict
+        The dict of ``AlignReport::to_json`` (the keys of ``dcalign align --report``) plus
+        ``input_copied`` (bool).
     """
     if _gpu_array(anchors):
         return _align_on_device(anchors, method, options)
@@ -159,7 +165,7 @@ def _options_doc() -> str:
         if not o["python"]:
             continue
         used = ", ".join(o["methods"]) if o["methods"] else "every method"
-        lines.append(f"        {o['python']} ({o['expected']}; default {o['default']}; {used}): "
+        lines.append(f"        - ``{o['python']}`` ({o['expected']}; default {o['default']}; {used}): "
                      f"{o['help']}")
     return "\n".join(lines)
 
@@ -202,7 +208,7 @@ class Aligner:
         return self._impl
 
     def fit(self, anchors: ArrayLike, method: str = "odc", **options: Any) -> Tuple[Any, Dict[str, Any]]:
-        """Aligns the first c users (exactly align(anchors, method, **options)) and keeps the
+        """Aligns the first c users (exactly ``align(anchors, method, **options)``) and keeps the
         target for enrolment. Returns (G, report) like align()."""
         x, kind = _to_numpy(anchors, "anchors")
         prec = _precision(x, "anchors")
@@ -265,7 +271,7 @@ class Aligner:
 
     @property
     def target(self) -> np.ndarray:
-        """The kept target Z (a, l) (Kawakami-DC: Zbar)."""
+        """The kept target Z, of shape (a, l); Kawakami-DC keeps its Zbar."""
         return self._require().target
 
 
@@ -429,16 +435,32 @@ def _experiment_arguments(config: Union[str, os.PathLike], data_dir: Any, trials
 
 
 class ExperimentResult:
-    """What run_experiment returns: the run's JSON document (the <name>.json that ``dcalign
-    experiment`` writes) as ``document``, with shortcuts.
+    """What run_experiment returns: the run's JSON document (the ``<name>.json`` that
+    ``dcalign experiment`` writes) as ``document``, with shortcuts.
 
-    records     list of dicts: trial, condition, method, model, metric, value, seconds (and
-                point for a sweep), one per model score
-    statistics  the [[statistics]] section's results (list of dicts; empty without one)
-    rounds      FedAvg's per-round curves (list of dicts; empty without FedAvg)
-    config, name, machine, wall_seconds
-    summary     the Markdown summary table the command prints
-    to_pandas() the records as a pandas DataFrame (pandas must be installed)
+    Attributes
+    ----------
+    records : list of dict
+        trial, condition, method, model, metric, value, seconds (and point for a sweep), one
+        per model score.
+    statistics : list of dict
+        The ``[[statistics]]`` section's results (empty without one).
+    rounds : list of dict
+        FedAvg's per-round curves (empty without FedAvg).
+    config : dict
+        The run's configuration, as in the document.
+    name : str
+        The experiment's name.
+    machine : dict
+        The machine it ran on.
+    wall_seconds : float
+        The run's wall time.
+    summary : str
+        The Markdown summary table the command prints.
+
+    Notes
+    -----
+    ``to_pandas()`` gives the records as a pandas DataFrame (pandas must be installed).
     """
 
     def __init__(self, document: Dict[str, Any], summary: str) -> None:
@@ -492,18 +514,36 @@ def run_experiment(config: Union[str, os.PathLike], *, data_dir: Optional[Union[
                    progress: Any = None) -> ExperimentResult:
     """Runs an experiment file as ``dcalign experiment`` does and returns its results.
 
-    config    path of the TOML file (see experiments/)
-    data_dir  the dataset folder (default: the file's data_dir, $DCALIGN_DATA, then the
-              compiled default)
-    trials    overrides the file's trial count (1 to 10^6)
-    device    overrides the file's device ("cpu" | "cuda")
-    out       a folder: also writes <name>.json, .csv and .md there, atomically, as the command
-              (created if missing, and checked to be writable before the first trial)
-    progress  None (silent), True (messages to stderr, as the command) or a callable taking
-              each message
+    Parameters
+    ----------
+    config : str or path
+        The TOML file (see ``experiments/``).
+    data_dir : str or path, optional
+        The dataset folder (default: the file's ``data_dir``, ``$DCALIGN_DATA``, then the
+        compiled default).
+    trials : int, optional
+        Overrides the file's trial count (1 to 10^6).
+    device : str, optional
+        Overrides the file's device (``"cpu"`` or ``"cuda"``).
+    out : str or path, optional
+        A folder: also writes ``<name>.json``, ``.csv`` and ``.md`` there, atomically, as the
+        command does (created if missing, and checked to be writable before the first trial).
+    progress : None, True or callable
+        None (silent), True (messages to stderr, as the command) or a callable taking each
+        message.
 
-    Needs a module built with the learning layer (RuntimeError otherwise). Bad files and values
-    raise ValueError, like the command's messages; unreadable files OSError.
+    Returns
+    -------
+    ExperimentResult
+
+    Raises
+    ------
+    RuntimeError
+        The module was built without the learning layer.
+    ValueError
+        A bad file or value, with the command's message.
+    OSError
+        An unreadable file.
     """
     path, ddir, n, dev = _experiment_arguments(config, data_dir, trials, device)
     if progress is True:

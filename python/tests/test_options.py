@@ -71,6 +71,6 @@ def test_docstring_and_method_list_come_from_the_tables():
         assert f'"{m}"' in doc
     for o in dcalign.options():
         if o["python"]:
-            assert f"        {o['python']} (" in doc, o["python"]
+            assert f"        - ``{o['python']}`` (" in doc, o["python"]
     assert "{options}" not in doc and "{methods}" not in doc
     assert dcalign.methods()[:2] == ["odc", "imakura"]
