@@ -48,7 +48,52 @@ nitpick_ignore_regex = [
 
 html_theme = "furo"
 html_title = f"dcalign {release}"
+html_favicon = "_static/favicon.svg"
 html_static_path = ["_static"]
+
+# Formulas: MathJax 2 from Debian's libjs-mathjax, copied into the site (the part the pages use,
+# about 1.5 MB), so that the site works offline and the build needs no CDN.
+MATHJAX = Path("/usr/share/javascript/mathjax")
+MATHJAX_PARTS = [
+    "MathJax.js",
+    "config/TeX-AMS_CHTML.js",
+    "extensions",
+    "jax/input/TeX",
+    "jax/output/CommonHTML",
+    "jax/element",
+    "fonts/HTML-CSS/TeX/woff",
+]
+
+
+def _copy_mathjax():
+    import shutil
+
+    if not (MATHJAX / "MathJax.js").exists():
+        raise RuntimeError(f"{MATHJAX}/MathJax.js not found: apt-get install libjs-mathjax "
+                           "(scripts/install-deps.sh installs it)")
+    dest = GENERATED / "static" / "mathjax"
+    if not (dest / "MathJax.js").exists():
+        for part in MATHJAX_PARTS:
+            src, dst = MATHJAX / part, dest / part
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dst, dirs_exist_ok=True)
+            else:
+                shutil.copyfile(src, dst)
+    return str(dest.parent)
+
+
+html_static_path.append(_copy_mathjax())
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS_CHTML"
+mathjax2_config = {
+    "tex2jax": {
+        "inlineMath": [["\\(", "\\)"]],
+        "displayMath": [["\\[", "\\]"]],
+        "processEscapes": True,
+        "ignoreClass": "document",
+        "processClass": "math|output_area",
+    }
+}
 html_css_files = ["dcalign.css"]
 html_show_sourcelink = False
 templates_path = []

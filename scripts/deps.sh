@@ -56,6 +56,8 @@ doxygen               tool
 chromium              tool
 chromium-driver       tool
 python3-selenium      tool
+# MathJax 2 for the formulas of the documentation, copied into the site (docs/conf.py)
+libjs-mathjax         tool
 python3-pip           tool
 @compiler             machine  Threads OpenMP
 # NCCL is looked for only when MPI is found (off on the GPU machine)

@@ -46,7 +46,7 @@ fi
 cd "$root"
 "$py" -m venv --system-site-packages "$tmp/venv-torch"
 tpy=$tmp/venv-torch/bin/python
-"$tpy" -m pip install --quiet pytest
+"$tpy" -m pip install --quiet pytest -r "$root/docs/requirements-pypi.txt"
 echo "test-python: with the system's NumPy and PyTorch ($("$tpy" -c 'import numpy, torch; print("NumPy", numpy.__version__, "PyTorch", torch.__version__)')) and the learning layer; the command: ${DCALIGN_CLI:-none}"
 if ! "$tpy" -m pip install --quiet "$root" --config-settings=build-dir="$tmp/build" \
   --config-settings=cmake.define.DCALIGN_WITH_LEARN=ON; then
@@ -61,3 +61,10 @@ grep -q "^torch_training.py: ok$" <<<"$out" || {
   echo "test-python: FAILED: examples/python/torch_training.py did not report ok" >&2
   exit 1
 }
+
+# The documentation (scripts/test-docs.sh) with this environment, which has the module with the
+# learning layer, PyTorch, and the documentation's tools (Debian's Sphinx, MyST, Breathe and
+# Selenium; Sybil and Furo from docs/requirements-pypi.txt): the site built with warnings as
+# errors, every example of README.md and docs/ run, the pages checked in headless Chromium.
+cd "$root"
+bash scripts/test-docs.sh --python "$tpy"

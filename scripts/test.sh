@@ -6,7 +6,9 @@
 #     (scripts/gpu-rehearse.sh: the bundle from Debian's mirrors, a mount namespace; root);
 #  3. the Python tests of the benchmark and experiment tooling, and the Python bindings
 #     (pip install . into a fresh virtual environment, then pytest; needs PyPI:
-#     scripts/test-python.sh);
+#     scripts/test-python.sh), then the documentation in that environment: the Sphinx site built
+#     with warnings as errors, every code block of README.md and docs/ run, the built pages
+#     checked in headless Chromium (scripts/test-docs.sh);
 #  4. the same CTest suite built with AddressSanitizer + UndefinedBehaviorSanitizer
 #     (scripts/test-sanitizers.sh);
 #  5. the fused polar kernel's block code on std::threads under ThreadSanitizer, the CPU's

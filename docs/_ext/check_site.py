@@ -2,17 +2,22 @@
 
 Usage: check_site.py HTML_DIR SCREENSHOT_DIR
 
-For the front page and one page of each kind (a tutorial, a how-to guide, a reference page, an
-explanation), each loaded from file://, it checks:
+The site is served on a loopback port (as a reader's local web server would serve it; file://
+URLs would forbid the formula fonts). For the front page and one page of each kind (a tutorial,
+a how-to guide, a reference page, an explanation) it checks:
 - the page has its title, the navigation sidebar with a link to every section, and the search
   box;
-- every image has loaded (naturalWidth > 0);
+- every image has loaded (naturalWidth > 0), and the formulas were typeset where the page has
+  any;
 - the browser's console holds no error (a missing script, stylesheet or image, a JavaScript
   exception);
 and the search page answers a query with results. A screenshot of each page goes to
 SCREENSHOT_DIR. Exit status 1 with every failure listed.
 """
+import functools
+import http.server
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,18 +39,30 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1280,900",
-                "--allow-file-access-from-files", "--disable-dev-shm-usage"):
+                "--disable-dev-shm-usage"):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
 
 
-def check_page(driver, root, kind, rel, shots, failures):
-    path = root / rel
-    if not path.exists():
+def serve(root):
+    """An HTTP server for ROOT on 127.0.0.1 (any free port), in a thread; returns (server, url)."""
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def check_page(driver, root, url, kind, rel, shots, failures):
+    if not (root / rel).exists():
         failures.append(f"{kind}: {rel} was not built")
         return
-    driver.get(path.as_uri())
+    driver.get(url + rel)
     time.sleep(0.3)
     title = driver.title
     if not title or "dcalign" not in title:
@@ -63,16 +80,28 @@ def check_page(driver, root, kind, rel, shots, failures):
     )
     if broken:
         failures.append(f"{kind} ({rel}): images not loaded: {broken}")
+    formulas = len(driver.find_elements(By.CSS_SELECTOR, "span.math, div.math"))
+    if formulas:
+        deadline = time.time() + 10
+        typeset = 0
+        while time.time() < deadline:
+            typeset = len(driver.find_elements(By.CSS_SELECTOR, ".MJXc-display, .mjx-chtml"))
+            if typeset:
+                break
+            time.sleep(0.2)
+        if not typeset:
+            failures.append(f"{kind} ({rel}): {formulas} formulas, none typeset by MathJax")
     for entry in driver.get_log("browser"):
         if entry.get("level") == "SEVERE":
             failures.append(f"{kind} ({rel}): console error: {entry.get('message')}")
     shots.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(shots / (rel.replace("/", "__").replace(".html", ".png"))))
-    print(f"check_site: {kind}: {rel}: {title!r}, {len(nav)} navigation links")
+    print(f"check_site: {kind}: {rel}: {title!r}, {len(nav)} navigation links, "
+          f"{formulas} formulas")
 
 
-def check_search(driver, root, shots, failures):
-    driver.get((root / "search.html").as_uri() + "?q=Procrustes")
+def check_search(driver, url, shots, failures):
+    driver.get(url + "search.html?q=Procrustes")
     deadline = time.time() + 10
     results = []
     while time.time() < deadline:
@@ -93,13 +122,15 @@ def main():
     root = Path(sys.argv[1]).resolve()
     shots = Path(sys.argv[2]).resolve()
     failures = []
+    server, url = serve(root)
     driver = browser()
     try:
         for kind, rel in PAGES.items():
-            check_page(driver, root, kind, rel, shots, failures)
-        check_search(driver, root, shots, failures)
+            check_page(driver, root, url, kind, rel, shots, failures)
+        check_search(driver, url, shots, failures)
     finally:
         driver.quit()
+        server.shutdown()
     for f in failures:
         print(f"check_site: FAILED: {f}", file=sys.stderr)
     print(f"check_site: screenshots in {shots}")

@@ -2,8 +2,10 @@
 
 scripts/test-docs.sh runs `pytest -p docs_examples README.md docs`. Each page's blocks run in
 order, in a working directory of their own ($DCALIGN_DOCS_WORK/examples/<page>, emptied first
-and kept afterwards for inspection), with the build's executables first on PATH and the
-interpreter that runs pytest (the one with the dcalign module) as `python3`:
+and kept afterwards for inspection), with the build's executables first on PATH, the
+interpreter that runs pytest (the one with the dcalign module) as `python3`, and the
+repository's scripts/, experiments/, examples/, bench/, deploy/, proto/ and include/ linked in,
+so that a command written as a reader runs it from the checkout works as written:
 
 - ```python: executed in one namespace per page; a block that starts with `>>>` is a doctest
   whose output is compared (ELLIPSIS and NORMALIZE_WHITESPACE).
@@ -43,6 +45,7 @@ TIMEOUT = float(os.environ.get("DCALIGN_DOCS_TIMEOUT", "300"))
 FILE_MARK = re.compile(r"^\s*(?:#|//)\s*file:\s*(\S+)\s*$")
 EXIT_MARK = re.compile(r"^\[exit status (\d+)\]$")
 MUST_BE_FILES = {"cpp", "c++", "cmake"}
+LINKED = ("scripts", "experiments", "examples", "bench", "deploy", "proto", "include")
 CHECKER = doctest.OutputChecker()
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
@@ -84,6 +87,12 @@ def setup(namespace):
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    # The pages' commands are written as a reader runs them, from the repository root
+    # (`experiments/default.toml`, `scripts/dev-cert.sh`): those folders are linked in, read
+    # only by convention, while everything a page writes stays in its own directory. build/ is
+    # not linked (a page's own `cmake -B build` must not reach the real build tree).
+    for name in LINKED:
+        os.symlink(REPO / name, work / name)
     namespace["__cwd_before__"] = os.getcwd()
     namespace["__groups__"] = []
     os.chdir(work)
