@@ -17,7 +17,7 @@
 #                          needed: scripts/gpu-rehearse.sh runs this with the system's
 #                          development files hidden)
 #   --with-learn           also build the learning layer (LibTorch from this machine's PyTorch,
-#                          LIBSVM and toml++ from .debs; XGBoost must be on this machine)
+#                          LIBSVM, toml++ and XGBoost from .debs)
 #   --training             with --with-learn, training on the GPU: the C++ example
 #                          train_aligned and the synthetic default experiment, each with
 #                          --device cuda and --device cpu, and Table 7's MNIST layout for 2

@@ -215,7 +215,13 @@ class BlockParser:
             source = str(region.lexemes["source"])
             first = source.splitlines()[0] if source.strip() else ""
             name = FILE_MARK.match(first).group(1) if FILE_MARK.match(first) else None
-            preceding = [end for end in named if 0 <= region.start - end <= 2]
+            # The comment's region may end before its `-->`: only that and white space may lie
+            # between it and the fence.
+            preceding = [
+                end for end in named
+                if end <= region.start
+                and document.text[end:region.start].replace("-->", "", 1).strip() == ""
+            ]
             if name is None and preceding:
                 name = named[preceding[0]]
             if name is not None:

@@ -150,7 +150,17 @@ void upload(const Common& c, const UploadArgs& a) {
   if (secret_exists) outputs.stage(a.secret_out, "--secret-out");
   auto client = connect(c);
   const v1::GetStatusResponse st = client.status(a.collaboration);
-  const bool model = st.spec().model() != "none";
+  // A participant added after the run (AddParticipant) uploads its anchor only: it is enrolled
+  // against the fitted alignment and h is not retrained. The server tells a late participant
+  // its own enrolment state, and nobody else's.
+  bool late = false;
+  for (const auto& p : st.participants())
+    late = late || (p.late() && !p.enrolment_state().empty());
+  if (late && (!a.labels.empty() || !a.data.empty()))
+    throw UsageError(std::string(a.labels.empty() ? "--data" : "--labels") +
+                     " is not used: you joined after the run, so you upload your anchor only "
+                     "(your G_i is computed against the fitted alignment); remove it");
+  const bool model = st.spec().model() != "none" && !late;
   if (model && a.labels.empty())
     throw UsageError("this collaboration trains a model: give --labels");
   // A release of this participant already on the server was made with some F: a new F would
@@ -213,7 +223,9 @@ void upload(const Common& c, const UploadArgs& a) {
     client.upload(a.collaboration, v1::PART_DATA, X);
     client.upload(a.collaboration, v1::PART_LABELS, labels_matrix(a.labels));
   }
-  std::cout << "uploaded the release to collaboration " << a.collaboration << "\n";
+  std::cout << (late ? "uploaded the anchor (you joined late: an enrolment job aligns it) to "
+                      : "uploaded the release to ")
+            << "collaboration " << a.collaboration << "\n";
 }
 
 void print_status(const v1::GetStatusResponse& st, bool json) {
@@ -359,7 +371,10 @@ void add_client_command(CLI::App& app) {
   auto* run = client->add_subcommand("run", "Queue the alignment (analyst)");
   add_common(run, common[2]);
   add_path(run, "--collaboration", ids[2], "collaboration id")->required();
-  run->callback([] { std::cout << "job " << connect(common[2]).run(ids[2]) << "\n"; });
+  run->callback([] {
+    const std::string state = connect(common[2]).run(ids[2]);  // a failure prints its error alone
+    std::cout << "job " << state << "\n";
+  });
 
   auto* del = client->add_subcommand("delete", "Delete a collaboration and its files (analyst)");
   add_common(del, common[3]);

@@ -163,16 +163,17 @@ int main(int argc, char** argv) {
     o.max_job_bytes = static_cast<std::uint64_t>(max_job);
     o.mpi_max_ranks = static_cast<int>(mpi_max_ranks);
     if (!backup_to.empty()) {
-      std::cout << "dcalign-server: backup: " << service::backup_data_dir(o.data_dir, backup_to)
-                << "\n";
+      // Computed before anything is written: a failure prints its error alone.
+      const std::string done = service::backup_data_dir(o.data_dir, backup_to);
+      std::cout << "dcalign-server: backup: " << done << "\n";
       return 0;
     }
     if (token_file.empty())
       throw cli::UsageError("--analyst-token-file is required (the analyst's secret)");
     o.analyst_token = dcalign::service::read_token_file(token_file, "analyst token");
     if (check_config) {
-      std::cout << "dcalign-server: the configuration is valid: " << service::check_startup(o)
-                << "\n";
+      const std::string summary = service::check_startup(o);
+      std::cout << "dcalign-server: the configuration is valid: " << summary << "\n";
       return 0;
     }
     // A server that cannot serve any more wakes the sigwait below as SIGTERM would.

@@ -78,6 +78,65 @@ TEST_F(ClientCli, ACollaborationThroughTheCommandLine) {
       << denied.err;
 }
 
+// A participant added after the run of a collaboration that trains a model uploads its anchor
+// alone with --private (no --labels: h is not retrained) and is enrolled; --labels or --data
+// from it is refused as a usage error before anything is uploaded.
+TEST_F(ClientCli, ALateParticipantUploadsItsAnchorAloneWhereAModelIsTrained) {
+  std::ofstream(path("model_spec.json"))
+      << R"({"name": "late", "method": "odc", "dim": 4, "anchor": {"kind": "uniform", "rows": 40,
+             "features": 10, "seed": 1}, "participants": ["a", "b"], "model": "logreg",
+             "num_classes": 2, "max_rows": 100, "seed": 5})";
+  const std::string analyst = " --token-file " + path("analyst.token");
+  ASSERT_EQ(run("client create " + at() + analyst + " --spec " + path("model_spec.json") +
+                " --tokens-out " + path("tokens"))
+                .status,
+            0);
+  std::string id = stdout_text();
+  id.erase(id.find_last_not_of("\n") + 1);
+  const auto upload = [&](const std::string& who, const std::string& extra) {
+    return run("client upload " + at() + " --token-file " + path("tokens/" + who + ".token") +
+               " --collaboration " + id + " --private " + path(who + ".npy") + " --secret-out " +
+               path(who + ".F.npy") + extra);
+  };
+  const auto wait_for = [&](const std::string& token, const std::string& words) {
+    for (int i = 0; i < 500; ++i) {
+      if (run("client status " + at() + " --token-file " + path(token) + " --collaboration " + id)
+              .status != 0)
+        return false;
+      if (stdout_text().find(words) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return false;
+  };
+  Matrix<double> labels(60, 1);
+  for (index_t r = 0; r < 60; ++r) labels(r, 0) = static_cast<double>(r % 2);
+  write_npy(path("y.npy"), labels.view());
+  for (const char* p : {"a", "b", "c"})
+    write_npy(path(std::string(p) + ".npy"), random_matrix(60, 10, p[0]).view());
+  for (const char* p : {"a", "b"}) {
+    const auto r = upload(p, " --labels " + path("y.npy"));
+    ASSERT_EQ(r.status, 0) << r.err;
+  }
+  ASSERT_TRUE(wait_for("analyst.token", "job done")) << stdout_text();
+  ASSERT_EQ(run("client add-participant " + at() + analyst + " --collaboration " + id +
+                " --participant c --token-out " + path("tokens/c.token"))
+                .status,
+            0);
+  const auto refused = upload("c", " --labels " + path("y.npy"));
+  EXPECT_EQ(refused.status, 2);
+  EXPECT_NE(refused.err.find("--labels is not used: you joined after the run"), std::string::npos)
+      << refused.err;
+  EXPECT_FALSE(fs::exists(path("c.F.npy")));
+  const auto r = upload("c", "");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(stdout_text().find("you joined late"), std::string::npos) << stdout_text();
+  ASSERT_TRUE(wait_for("tokens/c.token", "done")) << stdout_text();
+  const auto fetched = run("client fetch " + at() + " --token-file " + path("tokens/c.token") +
+                           " --collaboration " + id + " --out " + path("c-result"));
+  ASSERT_EQ(fetched.status, 0) << fetched.err;
+  EXPECT_EQ(read_npy_matrix<double>(path("c-result/G.npy")).rows(), 4);
+}
+
 TEST_F(ClientCli, MistakesExitNonZeroWithTheReason) {
   const std::string analyst = " --token-file " + path("analyst.token");
   const auto expect = [&](const std::string& args, int status, const std::string& words) {
