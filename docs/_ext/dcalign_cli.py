@@ -46,8 +46,33 @@ def _subcommands(help_text):
     return names
 
 
+WIDTH = 92  # the page's code column; CLI11 puts descriptions at column 30
+
+
+def _wrap(text):
+    """Wraps the long description lines of a CLI11 help text under their own column."""
+    out = []
+    for line in text.rstrip().splitlines():
+        if len(line) <= WIDTH or not line.startswith("  "):
+            out.append(line)
+            continue
+        if line[29] != " ":  # not an option's line with its description at column 30
+            out.append(line)
+            continue
+        column = 30
+        head, words = line[:column], line[column:].split()
+        current = head
+        for word in words:
+            if len(current) + 1 + len(word) > WIDTH and current.strip() and len(current) > column:
+                out.append(current.rstrip())
+                current = " " * column
+            current += ("" if current.endswith(" ") else " ") + word
+        out.append(current.rstrip())
+    return "\n".join(out)
+
+
 def _fence(text):
-    return "```text\n" + text.rstrip() + "\n```\n"
+    return "```text\n" + _wrap(text) + "\n```\n"
 
 
 def generate(app):
