@@ -10,7 +10,7 @@
 #   L_REPS             timed runs at the l = 950 point (default 10)
 #
 # Nothing is set in the environment: where OpenBLAS 0.3.21 falls back to its generic kernels on
-# a CPU newer than itself, dcalign loads the CPU's set itself (README "BLAS kernels"); the NumPy
+# a CPU newer than itself, dcalign loads the CPU's set itself (docs/explanation/numerics.md); the NumPy
 # peer runs on whatever its own OpenBLAS chooses, as a NumPy user's does. The JSON records the
 # BLAS configuration each side reported.
 set -euo pipefail

@@ -91,6 +91,22 @@ if ((html)); then
   echo "test-docs: site built in $((SECONDS - t)) s"
 fi
 
+# README.md is outside the Sphinx site: its relative links are checked here (the site's own links
+# are checked by Sphinx's -n above).
+if ! "$py" - <<'EOF'
+import re, sys
+from pathlib import Path
+text = Path("README.md").read_text()
+bad = [t for t in re.findall(r"\]\(([^)\s]+)\)", text)
+       if not re.match(r"[a-z]+:", t) and not Path(t.split("#")[0]).exists()]
+for t in bad:
+    print(f"test-docs: README.md links to {t}, which does not exist", file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
+then
+  status=1
+fi
+
 if ((examples)); then
   t=$SECONDS
   # The C++ examples find dcalign as a user does: an installed prefix on CMAKE_PREFIX_PATH.

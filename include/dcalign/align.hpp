@@ -57,7 +57,7 @@ struct GoppParameters {
   /// The iteration cap (AlignReport::stop_reason "iteration cap", converged = false). Uniform
   /// anchors at (a, l, c) = (300, 10, 13) converge at 0.987 per iteration and stop after 211-678
   /// (float64) and 153-670 (float32) iterations over 6 seeds, paper 004's layouts after 5-9;
-  /// i.i.d. anchors at l = 50 need thousands and end here (README "Methods").
+  /// i.i.d. anchors at l = 50 need thousands and end here (docs/explanation/methods.md).
   index_t max_iterations = 1000;
 };
 

@@ -10,8 +10,8 @@
 //   options.tolerance -1 is out of range: expected a finite number >= 0       (model file)
 //
 // The entry points put their own context in front (the file, the spec), never a different
-// wording. Adding an option: one row in src/core/options.cpp plus its use (README, "Adding an
-// option").
+// wording. Adding an option: one row in src/core/options.cpp plus its use
+// (docs/development/extending.md).
 #include <cstdint>
 #include <string>
 #include <variant>

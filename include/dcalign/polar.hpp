@@ -50,7 +50,7 @@ PolarInfo<T> polar_factor(Primitives<T>& p, StackView<const T> M, bool transpose
                           const PolarOptions& opts = {});
 
 /// The path PolarMethod::automatic takes on this device for count matrices of order l in float
-/// (single_precision) or double (measured crossovers, README "Polar factor").
+/// (single_precision) or double (measured crossovers, docs/explanation/numerics.md).
 PolarMethod choose_polar_method(Device device, index_t l, index_t count, bool single_precision);
 
 }  // namespace dcalign

@@ -154,8 +154,7 @@ void upload(const Common& c, const UploadArgs& a) {
   // against the fitted alignment and h is not retrained. The server tells a late participant
   // its own enrolment state, and nobody else's.
   bool late = false;
-  for (const auto& p : st.participants())
-    late = late || (p.late() && !p.enrolment_state().empty());
+  for (const auto& p : st.participants()) late = late || (p.late() && !p.enrolment_state().empty());
   if (late && (!a.labels.empty() || !a.data.empty()))
     throw UsageError(std::string(a.labels.empty() ? "--data" : "--labels") +
                      " is not used: you joined after the run, so you upload your anchor only "
@@ -224,7 +223,7 @@ void upload(const Common& c, const UploadArgs& a) {
     client.upload(a.collaboration, v1::PART_LABELS, labels_matrix(a.labels));
   }
   std::cout << (late ? "uploaded the anchor (you joined late: an enrolment job aligns it) to "
-                      : "uploaded the release to ")
+                     : "uploaded the release to ")
             << "collaboration " << a.collaboration << "\n";
 }
 

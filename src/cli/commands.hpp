@@ -45,8 +45,8 @@ auto as_usage_error(F&& f) {
 [[noreturn]] void out_of_range(const std::string& opt, const std::string& value,
                                const std::string& expected);
 
-// ---- How every command registers its options (the README's "Option rules"). A value is
-// parsed strictly when the option is given: an integer is a whole decimal number within its
+// ---- How every command registers its options (docs/reference/errors.md, "Usage errors"). A value
+// is parsed strictly when the option is given: an integer is a whole decimal number within its
 // documented bounds, a real a decimal number that does not overflow, a choice one of its listed
 // names and a path a non-empty string. Anything else is a UsageError (status 2) naming the option,
 // the value (shortened when long) and what was expected; nothing is ever clamped or wrapped.

@@ -1,4 +1,4 @@
-// dcalign-server: the analyst's service (src/service/server.hpp, README "The analyst service").
+// dcalign-server: the analyst's service (src/service/server.hpp, docs/howto/deploy-server.md).
 //   dcalign-server --data-dir DIR --analyst-token-file FILE (--tls-cert C --tls-key K |
 //                  --insecure-localhost) [--listen HOST:PORT] [--port-file FILE] ...
 // Options may come from a TOML file (--config); --check-config checks them and exits. SIGHUP

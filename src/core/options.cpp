@@ -16,8 +16,9 @@ namespace {
 
 using core::Row;
 
-// The counts' upper bounds (README, "Option rules"): large enough for any real use, small
-// enough that a typo cannot ask for years of work or an allocation that cannot succeed.
+// The counts' upper bounds (docs/reference/errors.md, "Every count has a bound"): large enough for
+// any real use, small enough that a typo cannot ask for years of work or an allocation that cannot
+// succeed.
 constexpr std::int64_t kMaxUsers = std::int64_t{1} << 40;
 constexpr std::int64_t kMaxOversampling = 10000;
 constexpr std::int64_t kMaxPowerIterations = 100;

@@ -1,5 +1,5 @@
 #pragma once
-// Who may call what on dcalign-server (README "The analyst service", the protocol's table): the
+// Who may call what on dcalign-server (docs/reference/service-api.md, the table of RPCs): the
 // bearer token is authenticated first (UNAUTHENTICATED: none, malformed, unknown or revoked),
 // then the caller's role and collaboration are checked (PERMISSION_DENIED), then the id
 // (INVALID_ARGUMENT) and the collaboration's existence (NOT_FOUND). Internal to src/service.

@@ -1,6 +1,6 @@
 #pragma once
 // dcalign-server: the analyst's side of a Data Collaboration as a gRPC service
-// (proto/dcalign/service/v1/analyst.proto). See README "The analyst service".
+// (proto/dcalign/service/v1/analyst.proto). See docs/howto/deploy-server.md.
 //
 // Data directory layout (everything the server writes is below it):
 //   dcalign.db                                   SQLite (WAL): collaborations, token hashes,

@@ -121,7 +121,7 @@ TYPED_TEST(Opp, IsGoppsFirstStepAndReportsItsObjective) {
     const Matrix<double> R = mul(to_double(anchors[i]), to_double(opp.G[i]));
     direct += std::pow(testing::frob_diff(R, U), 2);
   }
-  // The derived objective carries eps(T) * sum_i ||A_i||^2 (README "Methods").
+  // The derived objective carries eps(T) * sum_i ||A_i||^2 (docs/explanation/methods.md).
   const double energy = std::pow(frob(to_double(anchors.view().concatenated())), 2);
   EXPECT_NEAR(opp.report.objective, direct, 20 * testing::eps<T>() * energy);
   EXPECT_LE(opp.report.orthogonality_error, this->orth_tol() * std::sqrt(double(l)));
