@@ -29,6 +29,13 @@ fi
 cd "$tmp"
 "$vpy" -m pytest -q -p no:cacheprovider "$root/python/tests"
 
+# The wheel (scripts/build-wheel.sh: the sdist, a wheel built from it, repaired by auditwheel)
+# and its tests where the system's libraries are hidden, against this environment's source build
+# (scripts/test-wheel.sh: results, the bundled OpenBLAS, torch tensors, import time).
+cd "$root"
+bash scripts/build-wheel.sh
+bash scripts/test-wheel.sh --source-python "$vpy"
+
 # PyTorch and the experiments: Debian's python3-torch (scripts/deps.sh) is importable
 # only beside the system's NumPy, so a second environment sees the system's packages. The module
 # is installed there with the learning layer (DCALIGN_WITH_LEARN=ON: Debian's LibTorch, LIBSVM,
@@ -46,7 +53,8 @@ fi
 cd "$root"
 "$py" -m venv --system-site-packages "$tmp/venv-torch"
 tpy=$tmp/venv-torch/bin/python
-"$tpy" -m pip install --quiet pytest -r "$root/docs/requirements-pypi.txt"
+"$tpy" -m pip install --quiet pytest -r "$root/docs/requirements-pypi.txt" mypy==1.18.2 \
+  pybind11-stubgen==2.5.5
 echo "test-python: with the system's NumPy and PyTorch ($("$tpy" -c 'import numpy, torch; print("NumPy", numpy.__version__, "PyTorch", torch.__version__)')) and the learning layer; the command: ${DCALIGN_CLI:-none}"
 if ! "$tpy" -m pip install --quiet "$root" --config-settings=build-dir="$tmp/build" \
   --config-settings=cmake.define.DCALIGN_WITH_LEARN=ON; then
@@ -55,6 +63,11 @@ if ! "$tpy" -m pip install --quiet "$root" --config-settings=build-dir="$tmp/bui
 fi
 cd "$tmp"
 "$tpy" -m pytest -q -p no:cacheprovider -rs "$root/python/tests"
+# Types: the compiled module's stub is the bindings' (python/stubgen.py --check), and the examples
+# and a typed usage file pass mypy --strict against the installed package.
+"$tpy" "$root/python/stubgen.py" --check
+(cd "$root" && "$tpy" -m mypy --strict --no-incremental examples/python python/tests/typed_usage.py)
+"$tpy" "$root/python/tests/typed_usage.py"
 out=$("$tpy" "$root/examples/python/torch_training.py" --device cpu)
 echo "$out"
 grep -q "^torch_training.py: ok$" <<<"$out" || {

@@ -19,17 +19,20 @@ the script moves the tensors itself and says so. The model trains on the device.
 C++ twin: examples/cpp/train_aligned.cpp. Needs the dcalign module (pip install .) and PyTorch;
 without either it prints why and exits 0 ("skipped").
 """
+from __future__ import annotations
+
 import argparse
 import sys
+from typing import NoReturn
 
 
-def skip(why):
+def skip(why: str) -> NoReturn:
     print(f"torch_training.py: skipped: {why}")
     sys.exit(0)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--users", type=int, default=3)
     ap.add_argument("--samples", type=int, default=200, help="training samples per user")
     ap.add_argument("--epochs", type=int, default=60)
@@ -67,18 +70,21 @@ def main():
                           if takes_device else "this dcalign module has no usable CUDA "
                           "backend: the tensors go to the host for every dcalign call"))
 
-    def host(t):  # what a dcalign call is given: the tensor itself where the module takes it
+    # What a dcalign call is given: the tensor itself where the module takes it.
+    def host(t: torch.Tensor) -> torch.Tensor:
         return t if takes_device else t.cpu()
 
-    def back(t):
-        return t.to(device)
+    def back(t: torch.Tensor) -> torch.Tensor:
+        moved: torch.Tensor = t.to(device)  # Tensor.to is typed Any in PyTorch 1.13
+        return moved
 
     features, latent, classes, dim, anchor_rows = 20, 4, 3, 4, 200
     gen = torch.Generator().manual_seed(args.seed)
-    means = 3.0 * torch.randn(classes, latent, generator=gen, dtype=torch.float64)
+    # torch.mul(t, 3.0) computes 3.0 * t, which PyTorch 1.13's stubs type as a float.
+    means = torch.mul(torch.randn(classes, latent, generator=gen, dtype=torch.float64), 3.0)
     embed = torch.randn(features, latent, generator=gen, dtype=torch.float64)
 
-    def draw(n):
+    def draw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
         y = torch.randint(0, classes, (n,), generator=gen)
         z = means[y] + torch.randn(n, latent, generator=gen, dtype=torch.float64)
         x = z @ embed.T + 0.1 * torch.randn(n, features, generator=gen, dtype=torch.float64)
@@ -86,7 +92,11 @@ def main():
 
     # 1. Users: private data on the device, secret bases, released representations.
     anchor = back(torch.from_numpy(dcalign.make_anchor(anchor_rows, features, seed=args.seed + 7)))
-    bases, released, anchors_released, labels, tests = [], [], [], [], []
+    bases: list[torch.Tensor] = []
+    released: list[torch.Tensor] = []
+    anchors_released: list[torch.Tensor] = []
+    labels: list[torch.Tensor] = []
+    tests: list[tuple[torch.Tensor, torch.Tensor]] = []
     for i in range(args.users):
         X, y = draw(args.samples)
         tests.append(draw(args.samples // 2))
@@ -119,7 +129,7 @@ def main():
             idx = order[start:start + args.batch]
             opt.zero_grad()
             loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
-            loss.backward()
+            torch.autograd.backward(loss)  # loss.backward(): untyped in PyTorch 1.13
             opt.step()
     print(f"trained {args.epochs} epochs on {device}, last batch loss {loss.item():.4f}")
 

@@ -11,6 +11,8 @@ by F_i G_i. Prints the accuracy and exits 1 when it is below --min-accuracy.
 The CLI is $DCALIGN_CLI, else `dcalign` on PATH, else build*/src/cli/dcalign beside this
 checkout. Without NumPy, PyTorch or the CLI it prints why and exits 0 ("skipped").
 """
+from __future__ import annotations
+
 import argparse
 import glob
 import os
@@ -18,14 +20,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING, NoReturn, Optional
+
+if TYPE_CHECKING:  # annotations only: NumPy itself is imported in main(), which skips without it
+    import numpy.typing as npt
 
 
-def skip(why):
+def skip(why: str) -> NoReturn:
     print(f"train_aligned.py: skipped: {why}")
     sys.exit(0)
 
 
-def find_cli():
+def find_cli() -> Optional[str]:
     if os.environ.get("DCALIGN_CLI"):
         return os.environ["DCALIGN_CLI"]
     on_path = shutil.which("dcalign")
@@ -38,8 +44,8 @@ def find_cli():
     return None
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def main() -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--users", type=int, default=4)
     ap.add_argument("--samples", type=int, default=150, help="training samples per user")
     ap.add_argument("--epochs", type=int, default=300)
@@ -65,14 +71,18 @@ def main():
     means = 3.0 * rng.standard_normal((classes, latent))
     B = rng.standard_normal((features, latent))
 
-    def draw(n):
+    def draw(n: int) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
         y = rng.integers(0, classes, n)
         z = means[y] + rng.standard_normal((n, latent))
         return z @ B.T + 0.1 * rng.standard_normal((n, features)), y
 
     # 1. Users: private data, secret bases F_i = V_i E_i, released representations.
     anchor = rng.uniform(size=(anchor_rows, features))  # shared, from a common seed
-    bases, released, released_anchors, labels, tests = [], [], [], [], []
+    bases: list[npt.NDArray[np.float64]] = []
+    released: list[npt.NDArray[np.float64]] = []
+    released_anchors: list[npt.NDArray[np.float64]] = []
+    labels: list[npt.NDArray[np.int64]] = []
+    tests: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]] = []
     for _ in range(args.users):
         X, y = draw(args.samples)
         tests.append(draw(args.samples // 2))
@@ -105,7 +115,7 @@ def main():
     for _ in range(args.epochs):
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(X), y)
-        loss.backward()
+        torch.autograd.backward(loss)  # loss.backward(): untyped in PyTorch 1.13
         opt.step()
     print(f"trained {args.epochs} epochs, loss {loss.item():.4f}")
 

@@ -292,9 +292,7 @@ DlpackArray host_to_device(const py::array& x, int device) {
 }  // namespace
 
 void bind_dlpack(py::module_& m) {
-  m.def("_align_dlpack", &align_dlpack);
-  m.def("_dlpack_to_host", &dlpack_to_host);
-  m.def("_host_to_device", &host_to_device);
+  // The class first: the functions' signatures (and the stubs generated from them) then name it.
   py::class_<DlpackArray>(m, "_DlpackArray",
                           "An alignment result in a backend's memory (a GPU's, or the host's), "
                           "handed to the caller's from_dlpack once, without a copy.")
@@ -314,6 +312,9 @@ void bind_dlpack(py::module_& m) {
       .def_property_readonly("shape", [](const DlpackArray& a) {
         return py::make_tuple(a.shape[0], a.shape[1], a.shape[2]);
       });
+  m.def("_align_dlpack", &align_dlpack);
+  m.def("_dlpack_to_host", &dlpack_to_host);
+  m.def("_host_to_device", &host_to_device);
 #if DCALIGN_HAVE_CUDA
   m.attr("_built_with_cuda") = true;
 #else

@@ -15,8 +15,11 @@
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 #include <dlfcn.h>
+#include <link.h>
 
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "dcalign/error.hpp"
 
@@ -221,14 +224,34 @@
 namespace dcalign::cuda::lazy {
 namespace {
 
+// The site-packages directory of the Python module holding this code
+// (<site-packages>/dcalign/_core.*.so), or empty when it is not one: the parent of the
+// directory of the object dladdr names.
+std::string module_site_packages() {
+  Dl_info info{};
+  static const int anchor = 0;
+  if (::dladdr(&anchor, &info) == 0 || info.dli_fname == nullptr) return {};
+  const std::filesystem::path dir = std::filesystem::path(info.dli_fname).parent_path();
+  if (dir.filename() != "dcalign") return {};
+  return dir.parent_path().string();
+}
+
 // By soname (the usual search: LD_LIBRARY_PATH, the program's run path, the loader cache), then
-// in the directory the library was found in at build time.
+// in NVIDIA's wheels beside the Python module, then in the directory the library was found in
+// at build time.
 void* open_library(const char* soname) {
   if (void* handle = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL)) return handle;
   const std::string why = ::dlerror();
-  const std::string fallback = std::string(DCALIGN_CUDA_LIBRARY_DIR) + "/" + soname;
-  if (void* handle = ::dlopen(fallback.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
-  throw BackendError(std::string("the CUDA backend cannot load ") + soname + ": " + why);
+  std::string tried;
+  for (const auto& dir : library_fallback_dirs()) {
+    const std::string path = dir + "/" + soname;
+    if (void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
+    tried += ", " + path;
+  }
+  throw BackendError(std::string("the CUDA backend cannot load ") + soname + ": " + why +
+                     " (also tried" + tried.substr(1) +
+                     "); install the CUDA toolkit's libraries, or NVIDIA's wheels with "
+                     "`pip install dcalign[cuda13]`");
 }
 
 }  // namespace
@@ -265,6 +288,56 @@ DCALIGN_CUDA_LAZY_FUNCTIONS(DCALIGN_LAZY_DEFINE)
 #undef DCALIGN_LAZY_DEFINE
 
 namespace dcalign::cuda {
+
+std::vector<std::string> wheel_library_dirs(const std::string& site_packages) {
+  return {site_packages + "/nvidia/cu13/lib", site_packages + "/nvidia/cublas/lib",
+          site_packages + "/nvidia/cusolver/lib"};
+}
+
+std::vector<std::string> library_fallback_dirs() {
+  std::vector<std::string> dirs;
+  const std::string site = lazy::module_site_packages();
+  if (!site.empty()) dirs = wheel_library_dirs(site);
+  dirs.push_back(DCALIGN_CUDA_LIBRARY_DIR);
+  return dirs;
+}
+
+std::string toolkit_library_dir() { return DCALIGN_CUDA_LIBRARY_DIR; }
+
+std::string check_lazy_libraries_in(const std::string& site_packages,
+                                    std::vector<std::string>* opened) {
+  std::string problems;
+  const auto open_from_wheels = [&](const char* soname) -> void* {
+    for (const auto& dir : wheel_library_dirs(site_packages)) {
+      const std::string path = dir + "/" + soname;
+      if (void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        link_map* map = nullptr;
+        if (opened && ::dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map)
+          opened->push_back(map->l_name);
+        return handle;
+      }
+    }
+    problems +=
+        std::string(soname) + " is in none of the wheel directories below " + site_packages + "\n";
+    return nullptr;
+  };
+  void* const cublas = open_from_wheels(lazy::cublas_soname);
+  void* const cusolver = open_from_wheels(lazy::cusolver_soname);
+  struct Entry {
+    void* library;
+    const char* soname;
+    const char* name;
+  };
+#define DCALIGN_LAZY_ENTRY(library, ret, name, params, args) \
+  {library, lazy::library##_soname, #name},
+  const Entry entries[] = {DCALIGN_CUDA_LAZY_FUNCTIONS(DCALIGN_LAZY_ENTRY)};
+#undef DCALIGN_LAZY_ENTRY
+  for (const auto& e : entries)
+    if (e.library && !::dlsym(e.library, e.name))
+      problems +=
+          std::string(e.soname) + " below " + site_packages + " has no function " + e.name + "\n";
+  return problems;
+}
 
 std::string check_lazy_libraries() {
   struct Entry {
