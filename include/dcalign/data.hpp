@@ -96,7 +96,7 @@ struct LoadOptions {
 /// none of these exists (no caching).
 std::string resolve_cache_dir(const std::string& explicit_dir);
 
-/// The directory compiled in at build time: <source>/../shared/datasets.
+/// The directory compiled in at build time: SOURCE/../shared/datasets (SOURCE: the checkout).
 std::string default_data_dir();
 /// explicit_dir if non-empty, else $DCALIGN_DATA if non-empty, else default_data_dir().
 std::string resolve_data_dir(const std::string& explicit_dir);
@@ -104,7 +104,7 @@ std::string resolve_data_dir(const std::string& explicit_dir);
 /// Lower-case hex SHA-256 of a file's bytes.
 std::string sha256_file(const std::string& path);
 /// Checks each file (path relative to data_dir, as written in SHA256SUMS) against
-/// <data_dir>/SHA256SUMS. Throws IoError on a missing SHA256SUMS, a file without an entry,
+/// data_dir/SHA256SUMS. Throws IoError on a missing SHA256SUMS, a file without an entry,
 /// an unreadable file or a mismatch (naming the file and both digests).
 void verify_checksums(const std::string& data_dir, const std::vector<std::string>& files);
 /// Checks each dataset file (path relative to data_dir, as dataset_files names it) against

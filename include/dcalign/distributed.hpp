@@ -82,9 +82,9 @@ class MpiSession {
 };
 
 /// A communicator over MPI_COMM_WORLD (mpi_comm == nullptr) or over the MPI_Comm that
-/// `mpi_comm` points to (pass &comm; the handle is duplicated, so the caller's stays untouched).
-/// MPI must be initialised. With `use_nccl` and a CUDA build, sums of device buffers go through
-/// NCCL (one GPU per rank).
+/// `mpi_comm` points to (pass the address of yours; the handle is duplicated, so the caller's stays
+/// untouched). MPI must be initialised. With `use_nccl` and a CUDA build, sums of device buffers go
+/// through NCCL (one GPU per rank).
 std::unique_ptr<Communicator> make_mpi_communicator(const void* mpi_comm = nullptr,
                                                     bool use_nccl = false);
 

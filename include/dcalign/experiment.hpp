@@ -375,7 +375,7 @@ struct RunOptions {
 Result run(const Config& config, const RunOptions& options);
 
 /// The checkpoint directory of experiment `name` in the results directory `out`:
-/// <out>/<name>.trials.
+/// OUT/NAME.trials.
 std::string checkpoint_directory(const std::string& out, const std::string& name);
 /// Removes a complete run's checkpoint (its manifest and trial files, their temporaries, and the
 /// directory when nothing else is left in it).
@@ -403,11 +403,11 @@ void check_output_directory(const std::string& dir, const std::string& name,
                             const std::string& what);
 
 /// The JSON document of a run (name, source, machine, wall_seconds, config, records and, where
-/// the run has them, statistics and rounds): <dir>/<name>.json of write_outputs, and what the
+/// the run has them, statistics and rounds): DIR/NAME.json of write_outputs, and what the
 /// Python module's run_experiment returns.
 std::string result_json(const Result& result);
 
-/// Writes <dir>/<name>.json (result_json), <dir>/<name>.csv (records) and <dir>/<name>.md
+/// Writes DIR/NAME.json (result_json), DIR/NAME.csv (records) and DIR/NAME.md
 /// (summary table in the layout of paper 001 Table 7).
 void write_outputs(const Result& result, const std::string& dir);
 
