@@ -68,6 +68,9 @@ cd "$tmp"
 "$tpy" "$root/python/stubgen.py" --check
 (cd "$root" && "$tpy" -m mypy --strict --no-incremental examples/python python/tests/typed_usage.py)
 "$tpy" "$root/python/tests/typed_usage.py"
+# The examples of the docstrings (the Python API reference renders them) run as doctests.
+"$tpy" -m pytest -q -p no:cacheprovider --doctest-modules \
+  "$("$tpy" -c 'import dcalign, os; print(os.path.dirname(dcalign.__file__))')"
 out=$("$tpy" "$root/examples/python/torch_training.py" --device cpu)
 echo "$out"
 grep -q "^torch_training.py: ok$" <<<"$out" || {
