@@ -53,6 +53,8 @@ and ValueError); an unavailable backend (e.g. device="cuda" without CUDA) raises
 from __future__ import annotations
 
 from ._core import NumericalError
+# ArrayLike (the annotation of array arguments) and the test hook _buffer_address_used stay
+# reachable as dcalign.ArrayLike and dcalign._buffer_address_used, as before the split.
 from ._align import (ArrayLike, _buffer_address_used, align, as_stack, blas_info, cuda_available,
                      methods, options)
 from ._aligner import Aligner

@@ -1,16 +1,15 @@
-"""The analyst's alignment: align, as_stack, the option schema and the machine (dcalign/__init__.py re-exports them)."""
+"""The analyst's alignment: align, as_stack, the option schema and the machine
+(re-exported by dcalign)."""
 from __future__ import annotations
 
 import json
-import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Tuple
 
 import numpy as np
 
 from . import _core
 from ._core import NumericalError
-from ._arrays import (_align_on_device, _dc, _float_dtype, _gpu_array, _Kind, _precision,
-                      _to_numpy)
+from ._arrays import _align_on_device, _dc, _gpu_array, _precision, _to_numpy
 
 
 ArrayLike = Any  # a NumPy array, anything np.asarray takes, or any object with __dlpack__

@@ -1,16 +1,14 @@
-"""Evaluation: the communication model, statistics, privacy measurements (re-exported by dcalign)."""
+"""Evaluation: the communication model, statistics, privacy measurements
+(re-exported by dcalign)."""
 from __future__ import annotations
 
 import json
-import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List
 
 import numpy as np
 
 from . import _core
-from ._core import NumericalError
-from ._arrays import (_align_on_device, _dc, _float_dtype, _gpu_array, _Kind, _precision,
-                      _to_numpy)
+from ._arrays import _to_numpy
 from ._align import ArrayLike
 
 

@@ -1,17 +1,10 @@
-"""Experiments from Python: run_experiment, check_experiment, ExperimentResult (re-exported by dcalign)."""
+"""Experiments from Python: run_experiment, check_experiment, ExperimentResult
+(re-exported by dcalign)."""
 from __future__ import annotations
 
 import json
 import os
 from typing import Any, Dict, List, Optional, Tuple, Union
-
-import numpy as np
-
-from . import _core
-from ._core import NumericalError
-from ._arrays import (_align_on_device, _dc, _float_dtype, _gpu_array, _Kind, _precision,
-                      _to_numpy)
-from ._align import ArrayLike
 
 
 _MAX_TRIALS = 1_000_000  # as `dcalign experiment --trials`

@@ -1,16 +1,12 @@
 """The user side: anchors, secret bases, releases (re-exported by dcalign)."""
 from __future__ import annotations
 
-import json
-import os
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import Any, Optional
 
 import numpy as np
 
 from . import _core
-from ._core import NumericalError
-from ._arrays import (_align_on_device, _dc, _float_dtype, _gpu_array, _Kind, _precision,
-                      _to_numpy)
+from ._arrays import _float_dtype, _to_numpy
 from ._align import ArrayLike
 
 
