@@ -41,7 +41,6 @@ CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
   >"$out/wheel.log" 2>&1 ||
   { tail -40 "$out/wheel.log"; echo "build-wheel: FAILED: pip wheel <sdist>" >&2; exit 1; }
 raw=$(ls "$out"/raw/dcalign-*.whl)
-grep -q "CUDA backend" "$out/wheel.log" && grep -m1 -i "dcalign: CUDA" "$out/wheel.log" | sed 's/^/build-wheel: /' || true
 
 say "auditwheel repair"
 "$tools/bin/auditwheel" show "$raw" >"$out/auditwheel-show.txt" 2>&1 || true
@@ -52,7 +51,8 @@ size=$(stat -c %s "$wheel")
 say "$(basename "$wheel"): $((size / 1024 / 1024)) MiB ($size bytes), in $((SECONDS - start)) s"
 "$tools/bin/python" - "$wheel" <<'EOF'
 import sys, zipfile
-names = [n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.startswith("dcalign.libs/")]
+names = [n for n in zipfile.ZipFile(sys.argv[1]).namelist()
+         if n.startswith("dcalign.libs/") and not n.endswith("/")]
 print("build-wheel: bundled libraries: " + ", ".join(sorted(n.split("/", 1)[1] for n in names)))
 EOF
 if ((size > 60 * 1000 * 1000)); then

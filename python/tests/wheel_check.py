@@ -1,5 +1,8 @@
 """The checks of scripts/test-wheel.sh on an installed wheel (not a pytest module).
 
+  wheel_check.py --refs DIR --make-refs CLI
+                                         the references: DIR/A.npy and, for every method,
+                                         DIR/G_<method>.npy from the source build's `CLI align`
   wheel_check.py --refs DIR --hidden     every method on NumPy arrays equals the references of the
                                          source build (DIR/G_<method>.npy for DIR/A.npy); the
                                          OpenBLAS mapped into this process is the wheel's own;
@@ -17,11 +20,24 @@ import time
 from pathlib import Path
 
 METHODS = ["odc", "imakura", "kawakami", "gopp", "opp", "rdp-ls", "rdp-opp"]
+SEED = 3  # of the references and of every alignment compared with them
 # The same algorithm on the same OpenBLAS version and kernel set: the results agree to rounding
 # (bit for bit where the thread split is the same). RDP's L-BFGS stops on a nearly flat valley,
 # where rounding moves the stopping point (the distributed tests allow it 1e-2 for the same
 # reason).
 TOLERANCE = {m: 1e-10 for m in METHODS} | {"rdp-ls": 1e-2, "rdp-opp": 1e-2}
+
+
+def make_refs(refs, cli):
+    import numpy as np
+
+    refs.mkdir(parents=True, exist_ok=True)
+    np.save(refs / "A.npy", np.random.default_rng(7).uniform(size=(4, 300, 6)))
+    for m in METHODS:
+        subprocess.run([cli, "align", "--method", m, "--seed", str(SEED), "--anchors",
+                        str(refs / "A.npy"), "--out", str(refs / f"G_{m}.npy")],
+                       check=True, stderr=subprocess.DEVNULL)
+    return []
 
 
 def compare(refs, align, to_numpy, what):
@@ -47,7 +63,10 @@ def hidden(refs):
 
     import dcalign
 
-    failures = compare(refs, lambda A, m: dcalign.align(A, method=m, seed=3), np.asarray, "NumPy")
+    failures = compare(refs, lambda A, m: dcalign.align(A, method=m, seed=SEED), np.asarray,
+                       "NumPy")
+    if dcalign.methods() != METHODS:
+        failures.append(f"the wheel's methods {dcalign.methods()} are not the checked {METHODS}")
     maps = Path("/proc/self/maps").read_text().splitlines()
     blas = sorted({line.split()[-1] for line in maps if "openblas" in line.lower()})
     print("wheel_check: OpenBLAS mapped from " + ", ".join(blas))
@@ -71,7 +90,7 @@ def torch_tensors(refs):
     import dcalign
 
     def align(A, m):
-        G, _ = dcalign.align(torch.from_numpy(A), method=m, seed=3)
+        G, _ = dcalign.align(torch.from_numpy(A), method=m, seed=SEED)
         if not isinstance(G, torch.Tensor):
             raise TypeError(f"{m}: a tensor in gave {type(G).__name__} back")
         return G, None
@@ -96,11 +115,14 @@ def import_time(wheel_py, source_py, runs=15):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--refs", type=Path)
+    ap.add_argument("--make-refs", metavar="CLI")
     ap.add_argument("--hidden", action="store_true")
     ap.add_argument("--torch", action="store_true")
     ap.add_argument("--import-time", nargs=2, metavar=("WHEEL_PY", "SOURCE_PY"))
     args = ap.parse_args()
-    if args.import_time:
+    if args.make_refs:
+        failures = make_refs(args.refs, args.make_refs)
+    elif args.import_time:
         failures = import_time(*args.import_time)
     elif args.hidden:
         failures = hidden(args.refs)
