@@ -63,7 +63,7 @@ def _wrap(text):
         head, words = line[:column], line[column:].split()
         current = head
         for word in words:
-            if len(current) + 1 + len(word) > WIDTH and current.strip() and len(current) > column:
+            if len(current) + 1 + len(word) > WIDTH and len(current) > column:
                 out.append(current.rstrip())
                 current = " " * column
             current += ("" if current.endswith(" ") else " ") + word

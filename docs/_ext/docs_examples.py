@@ -153,8 +153,9 @@ def evaluate_console(example):
     for command, expected in _console_commands(example.parsed):
         lines = expected.rstrip().splitlines()
         want_status = 0
-        if lines and EXIT_MARK.match(lines[-1].strip()):
-            want_status = int(EXIT_MARK.match(lines[-1].strip()).group(1))
+        mark = EXIT_MARK.match(lines[-1].strip()) if lines else None
+        if mark:
+            want_status = int(mark.group(1))
             lines = lines[:-1]
         status, out = _run(example.namespace, ["bash", "-o", "pipefail", "-c", command],
                            f"`{command}`")
