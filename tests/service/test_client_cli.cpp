@@ -76,6 +76,8 @@ TEST_F(ClientCli, ACollaborationThroughTheCommandLine) {
   EXPECT_EQ(denied.status, 1);
   EXPECT_NE(denied.err.find("PERMISSION_DENIED: only the analyst"), std::string::npos)
       << denied.err;
+  // Nothing of a success line reaches stdout before the error (it printed "job " first).
+  EXPECT_EQ(stdout_text(), "");
 }
 
 // A participant added after the run of a collaboration that trains a model uploads its anchor
