@@ -1,6 +1,7 @@
 #pragma once
 // Pieces shared by the learning-layer translation units. LibTorch is confined to
-// torch_models.cpp, LIBSVM to svm.cpp and XGBoost to forest.cpp; this header includes none.
+// torch_models.cpp, LIBSVM to svm.cpp and svm_rbf.cpp, and XGBoost to forest.cpp; this header
+// includes none.
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,12 @@ void target_moments(const std::vector<std::vector<double>>& y, double& mean, dou
 void check_training_data(const Matrix<double>& X, const std::vector<double>& y, int num_classes,
                          const std::string& where);
 void validate_options(const std::string& kind, const ModelOptions& options);
+
+/// LIBSVM's svm_predict row by row on a model from make_svm (which predicts through
+/// RbfPredictor, svm_rbf.hpp); the tests compare the two.
+std::vector<double> svm_predict_with_libsvm(const Model& svm, const Matrix<double>& X);
+/// Whether that model predicts through RbfPredictor (false: through svm_predict).
+bool svm_predicts_in_blocks(const Model& svm);
 
 // ModelOptions::threads resolved: the given count, or all hardware threads when it is 0.
 int resolve_threads(int requested);

@@ -1,6 +1,7 @@
 // LIBSVM RBF support vector machine: C-SVC (one-vs-one multiclass, LIBSVM's own scheme) and
 // epsilon-SVR, with scikit-learn's SVC/SVR defaults (C = 1, gamma = "scale", tol = 1e-3,
-// 200 MB cache, shrinking). Only this translation unit includes LIBSVM.
+// 200 MB cache, shrinking). Only this translation unit and svm_rbf.cpp (its predictions in
+// blocks) include LIBSVM.
 #include <libsvm/svm.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "learn/internal.hpp"
 #include "learn/model_io.hpp"
+#include "learn/svm_rbf.hpp"
 
 namespace dcalign::learn {
 
@@ -57,6 +59,9 @@ class LibSvm final : public Model {
   explicit LibSvm(const ModelOptions& o) : opt_(o) {}
   std::string name() const override { return "svm"; }
   void restore(detail::ModelReader& in);
+  /// LIBSVM's own svm_predict, row by row (what predict() must equal; for the tests).
+  std::vector<double> predict_with_libsvm(const Matrix<double>& X) const;
+  bool predicts_in_blocks() const { return blocked_.usable(); }
 
  protected:
   void fit_impl(const Matrix<double>& X, const std::vector<double>& y) override;
@@ -70,7 +75,8 @@ class LibSvm final : public Model {
   // is declared first and therefore destroyed after model_.
   std::vector<svm_node> nodes_;
   std::unique_ptr<svm_model, ModelDeleter> model_;
-  std::vector<int> column_of_;  // LIBSVM's internal class order -> probability column
+  std::vector<int> column_of_;    // LIBSVM's internal class order -> probability column
+  detail::RbfPredictor blocked_;  // predict()'s route while usable(); built after each fit
 };
 
 void LibSvm::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
@@ -85,6 +91,7 @@ void LibSvm::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
                          "; expected at least two classes present");
   }
   model_.reset();
+  blocked_ = detail::RbfPredictor();
   nodes_.clear();
   std::vector<size_t> start(static_cast<size_t>(n));
   for (index_t i = 0; i < n; ++i) {
@@ -135,6 +142,7 @@ void LibSvm::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
 
   info_.gamma = gamma;
   info_.support_vectors = model_->l;
+  blocked_ = detail::RbfPredictor(*model_, X.cols());
   column_of_.clear();
   if (num_classes_ > 0) {
     std::vector<int> labels(static_cast<size_t>(svm_get_nr_class(model_.get())));
@@ -144,6 +152,18 @@ void LibSvm::fit_impl(const Matrix<double>& X, const std::vector<double>& y) {
 }
 
 std::vector<double> LibSvm::predict_impl(const Matrix<double>& X) const {
+  if (!blocked_.usable()) return predict_with_libsvm(X);
+  const index_t m = X.rows();
+  std::vector<double> out(static_cast<size_t>(m));
+  const index_t tile = detail::RbfPredictor::kTileRows, tiles = (m + tile - 1) / tile;
+  const int threads = detail::resolve_threads(opt_.threads);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (index_t t = 0; t < tiles; ++t)
+    blocked_.predict(*model_, X, t * tile, std::min(m, (t + 1) * tile), out.data() + t * tile);
+  return out;
+}
+
+std::vector<double> LibSvm::predict_with_libsvm(const Matrix<double>& X) const {
   const index_t m = X.rows();
   std::vector<double> out(static_cast<size_t>(m));
   const int threads = detail::resolve_threads(opt_.threads);
@@ -327,6 +347,7 @@ void LibSvm::restore(detail::ModelReader& in) {
   }
   m->free_sv = 0;  // the nodes are nodes_, as after svm_train
   model_ = std::move(m);
+  blocked_ = detail::RbfPredictor(*model_, d);
   column_of_ = labels;
   set_trained(classes, d);
   info_ = in.fit_info();
@@ -338,6 +359,20 @@ namespace detail {
 std::unique_ptr<Model> make_svm(const ModelOptions& options) {
   return std::make_unique<LibSvm>(options);
 }
+
+namespace {
+const LibSvm& bare_libsvm(const Model& svm) {
+  const auto* s = dynamic_cast<const LibSvm*>(&svm);
+  if (!s) throw InvalidInput("the model is '" + svm.name() + "', not a bare LIBSVM SVM (make_svm)");
+  return *s;
+}
+}  // namespace
+
+std::vector<double> svm_predict_with_libsvm(const Model& svm, const Matrix<double>& X) {
+  return bare_libsvm(svm).predict_with_libsvm(X);
+}
+
+bool svm_predicts_in_blocks(const Model& svm) { return bare_libsvm(svm).predicts_in_blocks(); }
 
 std::unique_ptr<Model> restore_svm(ModelReader& in) {
   const Json& o = in.options({"threads", "gamma", "probability"});
