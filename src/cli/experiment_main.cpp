@@ -4,12 +4,45 @@
 // used to.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
 #include "cli/commands.hpp"
+
+namespace {
+
+// Whether a sanitizer's report runs at exit (LeakSanitizer, with AddressSanitizer).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dcalign: basis alignment for Data Collaboration analysis"};
   app.require_subcommand(1);
   dcalign::cli::add_experiment_command(app);
   dcalign::cli::add_predict_command(app);
-  return dcalign::cli::run_app(app, argc, argv);
+  const int status = dcalign::cli::run_app(app, argc, argv);
+  // Every output file is written, renamed into place and closed by now. What exit() would
+  // still do is run the static destructors of LibTorch and the ~300 libraries Debian's build
+  // of it loads (deregistering every operator): about 0.2 s of a 3 s experiment, doing
+  // nothing a user can see. So the streams are flushed and the process ends at once; a
+  // sanitizer build keeps the normal exit for its leak report.
+  if (!kSanitized) {
+    std::cout.flush();
+    std::cerr.flush();
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  return status;
 }
