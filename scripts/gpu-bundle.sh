@@ -6,8 +6,23 @@
 # the candidate version is already in .debs/ is not downloaded again, and .debs/ ends up holding
 # exactly the resolved set (stale versions are removed).
 #
-# Usage: scripts/gpu-bundle.sh [--no-update]
+# Usage: scripts/gpu-bundle.sh [--no-update] [--wheel PY [--wheel-numpy]]
 #   --no-update   skip `apt-get update` (the package lists are fresh already)
+#   --wheel PY    also the Python wheel for the GPU machine's interpreter, for gpu-check.sh
+#                 --wheel: scripts/build-wheel.sh --python PY (PY: a CPython of the GPU
+#                 machine's version, 3.12 there, with pip; here e.g.
+#                 /root/.pyenv/versions/3.12.1/bin/python3.12) builds dcalign-*-cpXY-*.whl
+#                 (about 13 MiB), copied into .gpu-wheel/ with pytest and its pure-Python
+#                 dependencies (iniconfig, pluggy, packaging, ...; PY -m pip download from PyPI,
+#                 about 1 MiB), which the GPU machine's PyTorch environment may lack. Older
+#                 dcalign wheels of that tag and the pytest wheels are replaced.
+#   --wheel-numpy also a NumPy wheel for PY (about 16 MiB; only for a GPU machine whose python3
+#                 has no NumPy: gpu-check.sh installs it only then)
+# At the end: the sizes of .debs (packages, wheels) and of the working tree that travels with
+# it, against the device tool's 64 MiB (exit 1 above 60 MiB together). When packages, wheels and
+# tree together exceed it (they do: about 30 + 15 + 26 MiB), it says to carry them in separate
+# calls (.debs for the build check, only .gpu-wheel for gpu-check.sh --wheel-only) and fails
+# only when one of those is over 60 MiB.
 #
 # What is resolved: the library packages of scripts/deps.sh (groups lib and learn: the same
 # list install-deps.sh installs, less the tools, compilers and host-only libraries) plus their
@@ -20,9 +35,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 update=1
-for arg in "$@"; do
+wheel_py=""
+wheel_numpy=0
+while (($#)); do
+  arg=$1
+  shift
   case $arg in
     --no-update) update=0 ;;
+    --wheel) wheel_py=${1:?--wheel needs an interpreter (the GPU machine Python version)}; shift ;;
+    --wheel-numpy) wheel_numpy=1 ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
       exit 0
@@ -192,15 +213,45 @@ for f in .debs/*.deb; do
 done
 printf '%s\n' "${wanted[@]}" >.debs/MANIFEST
 
-debs_bytes=$(du -cb .debs/*.deb | awk 'END {print $1}')
+# The wheel for the GPU machine's Python (gpu-check.sh --wheel), with pytest.
+if [[ -n $wheel_py ]]; then
+  tag=$("$wheel_py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+  bash scripts/build-wheel.sh --python "$wheel_py"
+  mkdir -p .gpu-wheel
+  rm -f .gpu-wheel/dcalign-*-"$tag"-*.whl .gpu-wheel/*-py3-none-any.whl
+  cp "${DCALIGN_WHEEL_DIR:-build/wheel}/$tag/dist/"dcalign-*-"$tag"-*.whl .gpu-wheel/
+  "$wheel_py" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+    -d .gpu-wheel 'pytest>=8,<9'
+  if [[ $wheel_numpy -eq 1 ]]; then
+    rm -f .gpu-wheel/numpy-*-"$tag"-*.whl
+    "$wheel_py" -m pip download --quiet --disable-pip-version-check --only-binary=:all: \
+      --no-deps -d .gpu-wheel numpy
+  fi
+  echo "gpu-bundle: .gpu-wheel/ for $tag:"
+  ls -l .gpu-wheel | sed 's/^/  /'
+fi
+
+debs_bytes=$(du -cb .debs .gpu-wheel 2>/dev/null | awk 'END {print $1}')
+wheel_bytes=0
+[[ -d .gpu-wheel ]] && wheel_bytes=$(du -cb .gpu-wheel | awk 'END {print $1}')
 tracked_bytes=$(git ls-files -z 2>/dev/null | du -cb --files0-from=- 2>/dev/null | awk 'END {print $1}')
 untracked_bytes=$(git ls-files -z --others --exclude-standard 2>/dev/null |
   du -cb --files0-from=- 2>/dev/null | awk 'END {print $1}')
 total=$((debs_bytes + ${tracked_bytes:-0} + ${untracked_bytes:-0}))
 mib() { awk -v b="$1" 'BEGIN {printf "%.1f MiB", b / 1048576}'; }
-echo "gpu-bundle: ${#wanted[@]} packages in .debs/: $(mib "$debs_bytes")"
+echo "gpu-bundle: .debs/ and .gpu-wheel/ in all: $(mib "$debs_bytes") (${#wanted[@]} packages; .gpu-wheel/:" \
+  "$(mib "$wheel_bytes"))"
 echo "gpu-bundle: working tree that travels: tracked $(mib "${tracked_bytes:-0}"), untracked" \
   "not ignored $(mib "${untracked_bytes:-0}"); with .debs: $(mib "$total") of 64 MiB"
+tree=$((${tracked_bytes:-0} + ${untracked_bytes:-0}))
+if ((wheel_bytes > 0 && total > 60 * 1048576)); then
+  # Too much for one call: the build check carries the packages, gpu-check.sh --wheel-only the
+  # wheels (carry=[".gpu-wheel"]), each with the working tree.
+  echo "gpu-bundle: over 60 MiB together: carry .debs for the build check (with the tree:" \
+    "$(mib $((tree + debs_bytes - wheel_bytes)))) and .gpu-wheel for gpu-check.sh --wheel-only" \
+    "($(mib $((tree + wheel_bytes)))), in separate calls"
+  total=$((tree + (debs_bytes - wheel_bytes > wheel_bytes ? debs_bytes - wheel_bytes : wheel_bytes)))
+fi
 if ((total > 60 * 1048576)); then
   echo "gpu-bundle: WARNING: over 60 MiB together; the device tool carries at most 64 MiB" >&2
   exit 1

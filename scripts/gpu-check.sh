@@ -9,7 +9,8 @@
 #   OUTDIR                 default: $OUT if set, else ./gpu-check-out. Receives at most 8 files:
 #                          summary.md, build.log, ctest.log, sanitizer.log, gpu_bench.json,
 #                          torch_peer.json, env.txt, and training.log (--training) or
-#                          gpu_probe.json (--probe)
+#                          gpu_probe.json (--probe) or wheel.log (--wheel); with --wheel-only
+#                          summary.md, env.txt, wheel.log
 #   --full                 the long benchmark (4 methods, float32 and float64, 20
 #                          repetitions) instead of the short one, for a 10-minute window
 #                          (budget 560 s)
@@ -29,6 +30,21 @@
 #                          points (their tables in the probe's console in summary.md), after
 #                          the peer, for at most --probe-seconds (default 60); not with
 #                          --training (the window returns at most 8 files)
+#   --wheel                also the Python wheel on this machine's PyTorch, after the peer
+#                          (scripts/gpu-check/wheel.sh): the carried wheel of python3's tag
+#                          (cpXY; .gpu-wheel/, from scripts/gpu-bundle.sh --wheel PY) installed
+#                          --no-deps into a fresh venv that sees python3's PyTorch, a smoke
+#                          check, `pytest -m gpu python/tests` and examples/python/
+#                          torch_training.py --device cuda, into wheel.log, for at most
+#                          --wheel-seconds (default 120; the benchmark and the peer leave it 60 s
+#                          of the budget); not with --probe or --training (8 files)
+#   --wheel-only           only that step (no unpack, configure or build; about 30 s): the files
+#                          summary.md, env.txt, wheel.log
+#   --wheel-cpu            the rehearsal of the wheel step where there is no GPU
+#                          (scripts/gpu-rehearse.sh --wheel-only): torch_training.py with
+#                          --device cpu, and the verdict may pass without a GPU
+#   --wheel-dir DIR        where the wheels are (default .gpu-wheel)
+#   --python PY            the interpreter of the wheel step (default python3 on PATH)
 #   --no-cuda              configure with -DDCALIGN_CUDA=OFF (to test the plumbing on a machine
 #                          whose CUDA backend does not compile)
 #   --budget SECONDS       wall-clock budget of the whole script (default 290, 560 with --full);
@@ -40,8 +56,10 @@
 #   --prefix DIR           where the .debs are unpacked (default /tmp/dcalign-deps; wiped)
 #   --bench-args "..."     extra arguments for gpu_bench (after the defaults, so they win)
 #   --peer-args "..."      extra arguments for bench/torch_peer.py
-#   --skip STEPS           comma-separated steps not to run: tests, sanitizer, bench, peer
-#   --sanitizer-seconds N, --bench-seconds N, --peer-seconds N, --probe-seconds N
+#   --skip STEPS           comma-separated steps not to run: tests, sanitizer, bench, peer,
+#                          wheel
+#   --sanitizer-seconds N, --bench-seconds N, --peer-seconds N, --probe-seconds N,
+#   --wheel-seconds N
 #                          the most each of these steps may take (defaults 90, 50, 50; with
 #                          --full 90, 200, 150; each also gets no more than what the budget
 #                          leaves after reserving time for the steps after it)
@@ -57,10 +75,12 @@
 # library, test_cuda, test_cuda_conformance and gpu_bench; (4) ctest -L gpu; (5) with
 # DCALIGN_GPU_TEST_SMALL=1 (the tests' small shapes), compute-sanitizer memcheck over every GPU
 # test program, racecheck and synccheck over the tests of dcalign's own kernels, side by side;
-# (6) gpu_bench; (7) the PyTorch peer; (8) summary.md. A step that fails does not stop the
-# independent steps after it. Exit status 0 only when every step passed and a GPU was used; with no usable GPU the
-# script says "no usable GPU: <reason>", does what it can (unpack, configure, build, ctest,
-# whose GPU tests then skip) and exits 1.
+# (6) gpu_bench; (7) the PyTorch peer; (7a) the probe, (7b) training, (7c) the wheel, each when
+# asked for; (8) summary.md. A step that fails does not stop the
+# independent steps after it. Exit status 0 only when every step passed and a GPU was used
+# (--configure-only and --wheel-cpu need none); with no usable GPU the script says "no usable
+# GPU: <reason>", does what it can (unpack, configure, build, ctest, whose GPU tests then skip;
+# the wheel's install, import and gpu tests, which skip) and exits 1.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
@@ -72,6 +92,12 @@ WITH_LEARN=0
 TRAINING=0
 PROBE=0
 PROBE_SECONDS=60
+WHEEL=0
+WHEEL_ONLY=0
+WHEEL_CPU=0
+WHEEL_DIR=""
+WHEEL_PY=""
+WHEEL_SECONDS=120
 CUDA=ON
 FULL=0
 CONFIGURE_ONLY=0
@@ -102,6 +128,12 @@ while (($#)); do
     --training) TRAINING=1 WITH_LEARN=1 ;;
     --probe) PROBE=1 ;;
     --probe-seconds) PROBE_SECONDS=$2; shift ;;
+    --wheel) WHEEL=1 ;;
+    --wheel-only) WHEEL=1 WHEEL_ONLY=1 ;;
+    --wheel-cpu) WHEEL_CPU=1 ;;
+    --wheel-dir) WHEEL_DIR=$2; shift ;;
+    --wheel-seconds) WHEEL_SECONDS=$2; shift ;;
+    --python) WHEEL_PY=$2; shift ;;
     --no-cuda) CUDA=OFF ;;
     --budget) BUDGET=$2; shift ;;
     --series-cap) SERIES_CAP=$2; shift ;;
@@ -132,6 +164,18 @@ if [[ $PROBE -eq 1 && $TRAINING -eq 1 ]]; then
   echo "gpu-check: --probe and --training together would write 9 files; a GPU window returns 8: run them in two calls" >&2
   exit 2
 fi
+if [[ $WHEEL -eq 1 && $WHEEL_ONLY -eq 0 && $((PROBE + TRAINING)) -gt 0 ]]; then
+  echo "gpu-check: --wheel with --probe or --training would write 9 files; a GPU window returns 8: run --wheel-only in another call" >&2
+  exit 2
+fi
+if [[ $WHEEL_CPU -eq 1 && $WHEEL_ONLY -eq 0 ]]; then
+  echo "gpu-check: --wheel-cpu is the rehearsal of --wheel-only" >&2
+  exit 2
+fi
+WHEEL_DIR=${WHEEL_DIR:-$ROOT/.gpu-wheel}
+# Seconds the benchmark and the peer leave for the wheel step after them (--wheel).
+WHEEL_RESERVE=$((WHEEL == 1 && WHEEL_ONLY == 0 ? 60 : 0))
+[[ -d $WHEEL_DIR ]] && WHEEL_DIR=$(cd "$WHEEL_DIR" && pwd)
 if [[ $FULL -eq 1 ]]; then
   BUDGET=${BUDGET:-560} SERIES_CAP=${SERIES_CAP:-5}
   BENCH_SECONDS=${BENCH_SECONDS:-200} PEER_SECONDS=${PEER_SECONDS:-150}
@@ -152,12 +196,14 @@ PEER_JSON=$OUTDIR/torch_peer.json
 ENV_TXT=$OUTDIR/env.txt
 TRAIN_LOG=$OUTDIR/training.log
 PROBE_JSON=$OUTDIR/gpu_probe.json
+WHEEL_LOG=$OUTDIR/wheel.log
+WHEEL_LINE="not run"
 PROBE_OUT=$BUILD/gpu_probe.console
 BENCH_OUT=$BUILD/gpu_bench.console
 PEER_OUT=$BUILD/torch_peer.console
 rm -f "$SUMMARY" "$BUILD_LOG" "$CTEST_LOG" "$SAN_LOG" "$BENCH_JSON" "$PEER_JSON" "$ENV_TXT" \
-  "$TRAIN_LOG" "$BENCH_OUT" "$PEER_OUT" "$PROBE_JSON" "$PROBE_OUT"
-: >"$BUILD_LOG"
+  "$TRAIN_LOG" "$BENCH_OUT" "$PEER_OUT" "$PROBE_JSON" "$PROBE_OUT" "$WHEEL_LOG"
+[[ $WHEEL_ONLY -eq 1 ]] || : >"$BUILD_LOG"
 : >"$ENV_TXT"
 
 ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
@@ -205,11 +251,16 @@ truncate_log() {  # keep the last 2 MB
   fi
 }
 
-# The steps, in order, from two files beside this one (each under 600 lines): set-up (tools,
-# packages, configure, build) and the measurements (tests, sanitizers, benchmarks, the peer,
-# the probe, training). They run in this shell, with its variables and functions.
+# The steps, in order, from files beside this one (each under 600 lines): set-up (tools,
+# packages, configure, build), the measurements (tests, sanitizers, benchmarks, the peer, the
+# probe, training) and the wheel. They run in this shell, with its variables and functions.
+# With --wheel-only, setup.sh does only the tools, the GPU and env.txt.
 source "$ROOT/scripts/gpu-check/setup.sh"
-source "$ROOT/scripts/gpu-check/measure.sh"
+[[ $WHEEL_ONLY -eq 1 ]] || source "$ROOT/scripts/gpu-check/measure.sh"
+if [[ $WHEEL -eq 1 ]]; then
+  source "$ROOT/scripts/gpu-check/wheel.sh"
+  run_wheel
+fi
 
 # ---------------------------------------------------------------------------------------------
 # 8. Summary

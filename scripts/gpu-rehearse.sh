@@ -9,8 +9,23 @@
 # prefix, the CUDA toolkit, the compiler's own files and /usr/bin. Part of scripts/test.sh.
 #
 # Usage: scripts/gpu-rehearse.sh [--no-bundle] [--no-update]
+#        scripts/gpu-rehearse.sh --wheel-only --python PY [--wheel-dir DIR]
 #   --no-bundle   use .debs/ as it is (do not run gpu-bundle.sh)
 #   --no-update   passed to gpu-bundle.sh (skip apt-get update)
+#   --wheel-only  instead: the wheel step of gpu-check.sh (--wheel-only --wheel-cpu) up to where
+#                 it needs a GPU, in about 15 s: the wheel of PY's tag from DIR (default
+#                 build/wheel/dist, scripts/build-wheel.sh's) installed --no-deps into a fresh
+#                 venv that sees PY's PyTorch, its smoke check (import, every method, the
+#                 wheel's own OpenBLAS) in a private mount namespace whose /usr/lib hides the
+#                 system's OpenBLAS, BLAS, LAPACK, libgfortran, libquadmath, libgomp and libLBFGS
+#                 (as scripts/test-wheel.sh hides them; NumPy from PyPI there, since
+#                 Debian's links the system's BLAS), `pytest -m gpu python/tests` (the gpu
+#                 tests collected and skipped) and examples/python/torch_training.py with
+#                 --device cpu instead of cuda. The pytest and example runs see the system's
+#                 libraries: Debian's PyTorch links that same OpenBLAS/LAPACK/libgomp. PY: an
+#                 interpreter with PyTorch and pytest (scripts/test-python.sh passes its torch
+#                 environment's). Outputs: build-gpu-rehearse/wheel-out/ (summary.md, env.txt,
+#                 wheel.log). Fails unless the step passed and the gpu tests were collected.
 #
 # Hidden: /usr/include except the files of the compiler's packages (scripts/deps.sh
 # never-bundled: libc6-dev, linux-libc-dev, libstdc++-N-dev, ...), copied into a tmpfs bound
@@ -27,6 +42,29 @@ ROOT=$(pwd)
 REHEARSE=$ROOT/build-gpu-rehearse
 
 say() { echo "gpu-rehearse: $*"; }
+
+if [[ ${1:-} == --hide-libs ]]; then
+  # In a namespace of its own (DCALIGN_WHEEL_SMOKE_WRAP of the wheel rehearsal): $2 = a scratch
+  # directory; hide the libraries the wheel bundles, as scripts/test-wheel.sh does, then run the
+  # rest of the command line.
+  work=$2
+  shift 2
+  mkdir -p "$work"
+  mount -t tmpfs tmpfs "$work"
+  mkdir -p "$work/upper" "$work/work"
+  mount -t overlay overlay -o "lowerdir=/usr/lib,upperdir=$work/upper,workdir=$work/work" /usr/lib
+  hidden=0
+  while IFS= read -r f; do rm -rf "$f" && hidden=$((hidden + 1)); done < <(
+    find /usr/lib -maxdepth 3 \( -name 'libopenblas*' -o -name 'libblas.so*' -o -name 'liblapack.so*' \
+      -o -name 'libgfortran.so*' -o -name 'libquadmath.so*' -o -name 'libgomp.so*' \
+      -o -name 'liblbfgs*.so*' -o -name 'openblas-pthread' \) 2>/dev/null)
+  for f in /usr/lib/x86_64-linux-gnu/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libgfortran.so.5 \
+    /usr/lib/x86_64-linux-gnu/liblbfgs.so.0; do
+    [[ -e $f ]] && { say "FAILED: $f is still visible after hiding"; exit 1; }
+  done
+  say "hidden in /usr/lib: $hidden files and directories (OpenBLAS, BLAS, LAPACK, libgfortran, libquadmath, libgomp, libLBFGS)"
+  exec "$@"
+fi
 
 if [[ ${1:-} == --inside ]]; then
   # In the namespace: $2 = a scratch directory for the mounts, $3 = the bundle's prefix.
@@ -125,10 +163,15 @@ fi
 
 bundle=1
 update=()
-for arg in "$@"; do
+wheel_only=0 wheel_py="" wheel_dir=""
+while (($#)); do
+  arg=$1
   case $arg in
     --no-bundle) bundle=0 ;;
     --no-update) update=(--no-update) ;;
+    --wheel-only) wheel_only=1 ;;
+    --python) wheel_py=${2:?--python needs an interpreter}; shift ;;
+    --wheel-dir) wheel_dir=${2:?--wheel-dir needs a directory}; shift ;;
     -h | --help)
       sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
       exit 0
@@ -138,6 +181,7 @@ for arg in "$@"; do
       exit 2
       ;;
   esac
+  shift
 done
 if [[ $(id -u) -ne 0 ]]; then
   say "FAILED: needs root (a mount namespace with overlay and tmpfs mounts)"
@@ -148,6 +192,40 @@ if ! unshare --mount --propagation private true 2>/dev/null; then
   exit 1
 fi
 start=$SECONDS
+if [[ $wheel_only -eq 1 ]]; then
+  [[ -n $wheel_py ]] || { say "FAILED: --wheel-only needs --python PY (with PyTorch)"; exit 2; }
+  work=$(mktemp -d "${TMPDIR:-/tmp}/dcalign-rehearse-wheel.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  mkdir -p "$REHEARSE"
+  # Debian's NumPy links the system's BLAS too: the smoke check gets NumPy from PyPI instead.
+  if ! "$wheel_py" -m pip install --quiet --disable-pip-version-check --target "$work/numpy" \
+    numpy >"$work/pip.log" 2>&1; then
+    cat "$work/pip.log"
+    say "FAILED: $wheel_py -m pip install --target numpy (PyPI) failed"
+    exit 1
+  fi
+  rc=0
+  DCALIGN_WHEEL_SMOKE_WRAP="unshare --mount --propagation private -- bash $ROOT/scripts/gpu-rehearse.sh --hide-libs $work/hide env PYTHONPATH=$work/numpy" \
+    bash scripts/gpu-check.sh "$REHEARSE/wheel-out" --wheel-only --wheel-cpu --python "$wheel_py" \
+    --wheel-dir "${wheel_dir:-${DCALIGN_WHEEL_DIR:-$ROOT/build/wheel}/dist}" \
+    --build-dir "$REHEARSE/wheel-build" --budget 170 || rc=$?
+  log=$REHEARSE/wheel-out/wheel.log
+  grep -E '^gpu-rehearse: hidden|^wheel_smoke: (OpenBLAS|ok|FAILED)|::.* (PASSED|SKIPPED|FAILED)|^SKIPPED \[|^torch_training.py: ' \
+    "$log" 2>/dev/null | sed 's/^/  /'
+  # The gpu tests must have been collected (and, with no GPU here, skipped), and the smoke
+  # check must have run with the libraries hidden.
+  if ((rc == 0)) && ! grep -qE '::[^ ]+ SKIPPED' "$log"; then
+    say "FAILED: no gpu test was collected and skipped (wheel.log)"
+    rc=1
+  fi
+  if ((rc == 0)) && ! grep -q '^gpu-rehearse: hidden in /usr/lib' "$log"; then
+    say "FAILED: the smoke check did not run with the system's libraries hidden (wheel.log)"
+    rc=1
+  fi
+  say "wheel step $([[ $rc -eq 0 ]] && echo passed || echo FAILED) in $((SECONDS - start)) s" \
+    "(summary: ${REHEARSE#"$ROOT"/}/wheel-out/summary.md)"
+  exit "$rc"
+fi
 if [[ $bundle -eq 1 ]]; then bash scripts/gpu-bundle.sh "${update[@]}"; fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/dcalign-rehearse.XXXXXX")
 # The namespace's mounts end with it; what remains is plain directories.

@@ -78,6 +78,13 @@ grep -q "^torch_training.py: ok$" <<<"$out" || {
   exit 1
 }
 
+# The GPU machine's wheel step (scripts/gpu-check.sh --wheel), rehearsed up to where it needs a
+# GPU with this environment's PyTorch and pytest and the wheel built above, about 10 s
+# (scripts/gpu-rehearse.sh --wheel-only: the gpu tests collected and skipped, torch_training.py
+# on the CPU).
+cd "$root"
+bash scripts/gpu-rehearse.sh --wheel-only --python "$tpy"
+
 # The documentation (scripts/test-docs.sh) with this environment, which has the module with the
 # learning layer, PyTorch, and the documentation's tools (Debian's Sphinx, MyST, Breathe and
 # Selenium; Sybil and Furo from docs/requirements-pypi.txt): the site built with warnings as

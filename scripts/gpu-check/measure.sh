@@ -185,7 +185,7 @@ run_bench() {
   # the summary's 25 s.
   local reserve=25
   skipped peer || reserve=$([[ $FULL -eq 1 ]] && echo 110 || echo 45)
-  secs=$(allot "$BENCH_SECONDS" "$reserve")
+  secs=$(allot "$BENCH_SECONDS" $((reserve + WHEEL_RESERVE)))
   if ((secs < 30)); then
     record bench skipped "too little time left ($(remaining) s)"
     return
@@ -239,7 +239,7 @@ run_peer() {
     return
   fi
   local secs rc
-  secs=$(allot "$PEER_SECONDS" 25)
+  secs=$(allot "$PEER_SECONDS" $((25 + WHEEL_RESERVE)))
   if ((secs < 30)); then
     record peer skipped "too little time left ($(remaining) s)"
     return

@@ -162,10 +162,12 @@ unpack() {
     record unpack ok "${#debs[@]} packages into $PREFIX${dangling:+ (dangling symlinks: see env.txt)}"
   fi
 }
-cmd_note "for f in .debs/*.deb; do dpkg -x \$f $PREFIX; done  # + symlink repairs (scripts/gpu-check.sh)"
-unpack
-export LD_LIBRARY_PATH=$LDPATH${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
-echo "LD_LIBRARY_PATH (dcalign steps)=$LD_LIBRARY_PATH" >>"$ENV_TXT"
+if [[ $WHEEL_ONLY -eq 0 ]]; then
+  cmd_note "for f in .debs/*.deb; do dpkg -x \$f $PREFIX; done  # + symlink repairs (scripts/gpu-check.sh)"
+  unpack
+  export LD_LIBRARY_PATH=$LDPATH${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
+  echo "LD_LIBRARY_PATH (dcalign steps)=$LD_LIBRARY_PATH" >>"$ENV_TXT"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # 2. Configure
@@ -270,7 +272,7 @@ configure() {
     record configure ok "$(grep -E 'dcalign: CUDA backend' "$BUILD_LOG" | tail -1 | sed 's/^-- //'), all dependency paths in the prefix"
   fi
 }
-configure
+[[ $WHEEL_ONLY -eq 1 ]] || configure
 
 # ---------------------------------------------------------------------------------------------
 # Summary (also written after --configure-only)
@@ -284,18 +286,21 @@ write_summary() {
     [[ ${STATUS[$s]} == FAIL ]] && FAILED=1
     [[ ${STATUS[$s]} == incomplete || ${STATUS[$s]} == unsupported ]] && PARTIAL+=" $s (${STATUS[$s]})"
   done
-  # Only the configure rehearsal may pass without a GPU.
-  [[ $GPU_OK -eq 1 || $CONFIGURE_ONLY -eq 1 ]] || FAILED=1
+  # Only the rehearsals (configure, the wheel with --wheel-cpu) may pass without a GPU.
+  [[ $GPU_OK -eq 1 || $CONFIGURE_ONLY -eq 1 || $WHEEL_CPU -eq 1 ]] || FAILED=1
   {
     echo "# dcalign GPU check"
     echo
     if [[ $CONFIGURE_ONLY -eq 1 ]]; then
       echo "Verdict (--configure-only): **$([[ $FAILED -eq 0 ]] && echo PASSED || echo FAILED)** ($(elapsed) s)"
+    elif [[ $WHEEL_CPU -eq 1 ]]; then
+      echo "Verdict (--wheel-only --wheel-cpu, the rehearsal: torch_training.py on the CPU): **$([[ $FAILED -eq 0 ]] && echo PASSED || echo FAILED)** ($(elapsed) s)${GPU_REASON:+; no usable GPU: $GPU_REASON}"
     elif [[ $GPU_OK -eq 1 ]]; then
       echo "Verdict: **$([[ $FAILED -eq 0 ]] && echo PASSED || echo FAILED)**${PARTIAL:+, not complete:$PARTIAL} ($(elapsed) s, budget $BUDGET s)"
     else
-      echo "Verdict: **FAILED: no usable GPU: $GPU_REASON** ($(elapsed) s). Unpack, configure, build and"
-      echo "ctest ran as far as they can without one."
+      echo "Verdict: **FAILED: no usable GPU: $GPU_REASON** ($(elapsed) s). $([[ $WHEEL_ONLY -eq 1 ]] &&
+        echo "The wheel's install, import and gpu tests" || echo "Unpack, configure, build and ctest")"
+      echo "ran as far as they can without one."
     fi
     echo
     echo "| | |"
@@ -304,8 +309,11 @@ write_summary() {
     echo "| CUDA toolkit | $([[ -n $NVCC ]] && "$NVCC" --version | tail -2 | tr '\n' ' ' || echo 'nvcc not found') |"
     echo "| commit | $COMMIT (source fingerprint $FINGERPRINT) |"
     echo "| host | $(grep -h PRETTY_NAME /etc/os-release 2>/dev/null | cut -d= -f2 | tr -d '"'), $(nproc) cores, $(c++ --version 2>/dev/null | head -1), $(cmake --version 2>/dev/null | head -1) |"
-    echo "| dependencies | .debs unpacked into $PREFIX; run-time path $LDPATH |"
-    echo "| GPU tests (ctest -L gpu) | $TESTS_LINE |"
+    if [[ $WHEEL_ONLY -eq 0 ]]; then
+      echo "| dependencies | .debs unpacked into $PREFIX; run-time path $LDPATH |"
+      echo "| GPU tests (ctest -L gpu) | $TESTS_LINE |"
+    fi
+    [[ $WHEEL -eq 1 ]] && echo "| the wheel (--wheel: ${WHEEL_PY:-python3}, ${WHEEL_DIR#"$ROOT"/}) | $WHEEL_LINE |"
     echo
     echo "## Steps"
     echo
@@ -314,7 +322,7 @@ write_summary() {
     for s in "${STEPS[@]}"; do
       echo "| $s | ${STATUS[$s]} | $(echo "${NOTE[$s]}" | tr '|' '/' | cut -c1-1500) |"
     done
-    if [[ $CONFIGURE_ONLY -eq 0 ]]; then
+    if [[ $CONFIGURE_ONLY -eq 0 && $WHEEL_ONLY -eq 0 ]]; then
       echo
       echo "## Benchmark ($([[ $FULL -eq 1 ]] && echo "--full" || echo "short: ODC and Imakura-DC, float32, 5 repetitions"))"
       echo
@@ -343,9 +351,14 @@ write_summary() {
       echo "</details>"
     done
     echo
-    echo "Files: summary.md, env.txt (versions, unpacked packages, CMake cache paths, ldd), build.log$(
-      [[ $CONFIGURE_ONLY -eq 1 ]] || echo ", ctest.log, sanitizer.log, gpu_bench.json, torch_peer.json")$(
-      [[ $TRAINING -eq 1 ]] && echo ", training.log")$([[ $PROBE -eq 1 ]] && echo ", gpu_probe.json")."
+    if [[ $WHEEL_ONLY -eq 1 ]]; then
+      echo "Files: summary.md, env.txt (versions), wheel.log."
+    else
+      echo "Files: summary.md, env.txt (versions, unpacked packages, CMake cache paths, ldd), build.log$(
+        [[ $CONFIGURE_ONLY -eq 1 ]] || echo ", ctest.log, sanitizer.log, gpu_bench.json, torch_peer.json")$(
+        [[ $TRAINING -eq 1 ]] && echo ", training.log")$([[ $PROBE -eq 1 ]] && echo ", gpu_probe.json")$(
+        [[ $WHEEL -eq 1 ]] && echo ", wheel.log")."
+    fi
   } >"$SUMMARY"
   say "summary: $SUMMARY"
   for s in "${STEPS[@]}"; do printf '  %-10s %-11s %s\n' "$s" "${STATUS[$s]}" "$(echo "${NOTE[$s]}" | cut -c1-160)"; done
@@ -362,6 +375,8 @@ if [[ $CONFIGURE_ONLY -eq 1 ]]; then
   echo "gpu-check: --configure-only PASSED"
   exit 0
 fi
+# --wheel-only: the wheel step (gpu-check.sh) and the summary, nothing to build.
+[[ $WHEEL_ONLY -eq 1 ]] && return 0
 
 # ---------------------------------------------------------------------------------------------
 # 3. Build: only what the GPU steps run
