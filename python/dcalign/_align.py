@@ -144,7 +144,8 @@ def align(anchors: ArrayLike, method: str = "odc",
     ValueError
         Bad input, with the library's message: anchors that are not 3-D, not float32 or
         float64, empty, with more columns than rows (l > a) or with a NaN or an infinity; an
-        unknown method; an option value out of its range or an unknown choice; ``rotation`` or
+        unknown method; an option that only other methods use (``gopp_tolerance`` with
+        ``method="odc"``); an option value out of its range or an unknown choice; ``rotation`` or
         ``target`` of the wrong shape; an array on a device other than the CPU or a CUDA GPU,
         or a GPU array given to a module without the CUDA backend or with ``device="cpu"``.
     TypeError

@@ -60,6 +60,9 @@ CallOptions parse_options(const std::string& method, const py::dict& kw) {
       throw py::type_error("align() got an unexpected keyword argument '" + k +
                            "' (the options are dcalign.options(): the long options of `dcalign "
                            "align` with underscores, e.g. target_rotation)");
+    // As `dcalign align` refuses --gopp-tolerance with --method odc: an option of another
+    // method would otherwise be read and silently do nothing (ValueError).
+    check_option_used(*row, r.align.method, k);
     OptionValue value;
     try {
       value = option_value(v);

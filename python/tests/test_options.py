@@ -65,6 +65,29 @@ def test_unknown_and_non_python_keywords_are_type_errors():
             dcalign.align(_anchors(), "odc", **{k: 1})
 
 
+def test_an_option_of_another_method_is_a_value_error_naming_its_methods():
+    # What `dcalign align` says for --gopp-tolerance with --method odc, for every option that
+    # only some methods use, given its own default (a valid value) and a method not among them.
+    A = _anchors()
+    convert = {"integer": int, "real": float, "choice": str}
+    checked = 0
+    for o in dcalign.options():
+        if not o["python"] or not o["methods"] or o["type"] not in convert:
+            continue
+        other = next(m for m in dcalign.methods() if m not in o["methods"])
+        with pytest.raises(ValueError) as e:
+            dcalign.align(A, other, **{o["python"]: convert[o["type"]](o["default"])})
+        message = str(e.value)
+        assert f"{o['python']} is not used by method {other} (only by " in message, message
+        assert all(m in message for m in o["methods"]), message
+        assert message.endswith("); remove it or choose that method"), message
+        # The same option with one of its own methods is taken.
+        G, _ = dcalign.align(A, o["methods"][0], **{o["python"]: convert[o["type"]](o["default"])})
+        assert G.shape == (3, 3, 3)
+        checked += 1
+    assert checked >= 12
+
+
 def test_docstring_and_method_list_come_from_the_tables():
     doc = dcalign.align.__doc__
     for m in dcalign.methods():
