@@ -71,6 +71,8 @@ TEST(ServiceOperations, CheckConfigValidatesAFileAndExits) {
     const Output o = run_server(write_config(extra));
     EXPECT_NE(o.status, 0) << extra << o.text;
     EXPECT_NE(o.text.find(words), std::string::npos) << extra << "\n" << o.text;
+    // The error alone: no success line begun before the check failed.
+    EXPECT_EQ(o.text.find("the configuration is valid"), std::string::npos) << extra << o.text;
     EXPECT_FALSE(fs::exists(data));
   }
   // The metrics on another host than loopback need TLS, which --insecure-localhost is not.
@@ -284,10 +286,12 @@ TEST(ServiceOperations, AnOnlineBackupRestoresIntoAFreshDirectory) {
     EXPECT_NE(again.status, 0);
     EXPECT_NE(again.text.find("exists: a backup goes to a new directory"), std::string::npos)
         << again.text;
+    EXPECT_EQ(again.text.find("dcalign-server: backup:"), std::string::npos) << again.text;
     const Output inside = run_server("--data-dir " + (dir.path / "data").string() +
                                      " --backup-to " + (dir.path / "data" / "copy").string());
     EXPECT_NE(inside.status, 0);
     EXPECT_NE(inside.text.find("is inside the data directory"), std::string::npos) << inside.text;
+    EXPECT_EQ(inside.text.find("dcalign-server: backup:"), std::string::npos) << inside.text;
     EXPECT_FALSE(fs::exists(dir.path / "data" / "copy"));
     for (const auto& [token, name] :
          {std::pair<std::string, std::string>{tokens1[0], "p0"}, {late_token, "late"}})
