@@ -231,9 +231,10 @@ if [[ -n $wheel_py ]]; then
   ls -l .gpu-wheel | sed 's/^/  /'
 fi
 
-debs_bytes=$(du -cb .debs .gpu-wheel 2>/dev/null | awk 'END {print $1}')
+# .gpu-wheel/ exists only after --wheel (du would fail on it, and set -e end the script).
 wheel_bytes=0
 [[ -d .gpu-wheel ]] && wheel_bytes=$(du -cb .gpu-wheel | awk 'END {print $1}')
+debs_bytes=$(($(du -cb .debs | awk 'END {print $1}') + wheel_bytes))
 tracked_bytes=$(git ls-files -z 2>/dev/null | du -cb --files0-from=- 2>/dev/null | awk 'END {print $1}')
 untracked_bytes=$(git ls-files -z --others --exclude-standard 2>/dev/null |
   du -cb --files0-from=- 2>/dev/null | awk 'END {print $1}')
