@@ -18,7 +18,7 @@
 #                 venv that sees PY's PyTorch, its smoke check (import, every method, the
 #                 wheel's own OpenBLAS) in a private mount namespace whose /usr/lib hides the
 #                 system's OpenBLAS, BLAS, LAPACK, libgfortran, libquadmath, libgomp and libLBFGS
-#                 (as scripts/test-wheel.sh hides them; NumPy from PyPI there, since
+#                 (scripts/hide-wheel-libs.sh, as for test-wheel.sh; NumPy from PyPI there, since
 #                 Debian's links the system's BLAS), `pytest -m gpu python/tests` (the gpu
 #                 tests collected and skipped) and examples/python/torch_training.py with
 #                 --device cpu instead of cuda. The pytest and example runs see the system's
@@ -42,29 +42,6 @@ ROOT=$(pwd)
 REHEARSE=$ROOT/build-gpu-rehearse
 
 say() { echo "gpu-rehearse: $*"; }
-
-if [[ ${1:-} == --hide-libs ]]; then
-  # In a namespace of its own (DCALIGN_WHEEL_SMOKE_WRAP of the wheel rehearsal): $2 = a scratch
-  # directory; hide the libraries the wheel bundles, as scripts/test-wheel.sh does, then run the
-  # rest of the command line.
-  work=$2
-  shift 2
-  mkdir -p "$work"
-  mount -t tmpfs tmpfs "$work"
-  mkdir -p "$work/upper" "$work/work"
-  mount -t overlay overlay -o "lowerdir=/usr/lib,upperdir=$work/upper,workdir=$work/work" /usr/lib
-  hidden=0
-  while IFS= read -r f; do rm -rf "$f" && hidden=$((hidden + 1)); done < <(
-    find /usr/lib -maxdepth 3 \( -name 'libopenblas*' -o -name 'libblas.so*' -o -name 'liblapack.so*' \
-      -o -name 'libgfortran.so*' -o -name 'libquadmath.so*' -o -name 'libgomp.so*' \
-      -o -name 'liblbfgs*.so*' -o -name 'openblas-pthread' \) 2>/dev/null)
-  for f in /usr/lib/x86_64-linux-gnu/libopenblas.so.0 /usr/lib/x86_64-linux-gnu/libgfortran.so.5 \
-    /usr/lib/x86_64-linux-gnu/liblbfgs.so.0; do
-    [[ -e $f ]] && { say "FAILED: $f is still visible after hiding"; exit 1; }
-  done
-  say "hidden in /usr/lib: $hidden files and directories (OpenBLAS, BLAS, LAPACK, libgfortran, libquadmath, libgomp, libLBFGS)"
-  exec "$@"
-fi
 
 if [[ ${1:-} == --inside ]]; then
   # In the namespace: $2 = a scratch directory for the mounts, $3 = the bundle's prefix.
@@ -205,12 +182,12 @@ if [[ $wheel_only -eq 1 ]]; then
     exit 1
   fi
   rc=0
-  DCALIGN_WHEEL_SMOKE_WRAP="unshare --mount --propagation private -- bash $ROOT/scripts/gpu-rehearse.sh --hide-libs $work/hide env PYTHONPATH=$work/numpy" \
+  DCALIGN_WHEEL_SMOKE_WRAP="unshare --mount --propagation private -- bash $ROOT/scripts/hide-wheel-libs.sh $work/hide env PYTHONPATH=$work/numpy" \
     bash scripts/gpu-check.sh "$REHEARSE/wheel-out" --wheel-only --wheel-cpu --python "$wheel_py" \
     --wheel-dir "${wheel_dir:-${DCALIGN_WHEEL_DIR:-$ROOT/build/wheel}/dist}" \
     --build-dir "$REHEARSE/wheel-build" --budget 170 || rc=$?
   log=$REHEARSE/wheel-out/wheel.log
-  grep -E '^gpu-rehearse: hidden|^wheel_smoke: (OpenBLAS|ok|FAILED)|::.* (PASSED|SKIPPED|FAILED)|^SKIPPED \[|^torch_training.py: ' \
+  grep -E '^hide-wheel-libs: (hidden|FAILED)|^wheel_smoke: (OpenBLAS|ok|FAILED)|::.* (PASSED|SKIPPED|FAILED)|^SKIPPED \[|^torch_training.py: ' \
     "$log" 2>/dev/null | sed 's/^/  /'
   # The gpu tests must have been collected (and, with no GPU here, skipped), and the smoke
   # check must have run with the libraries hidden.
@@ -218,7 +195,7 @@ if [[ $wheel_only -eq 1 ]]; then
     say "FAILED: no gpu test was collected and skipped (wheel.log)"
     rc=1
   fi
-  if ((rc == 0)) && ! grep -q '^gpu-rehearse: hidden in /usr/lib' "$log"; then
+  if ((rc == 0)) && ! grep -q '^hide-wheel-libs: hidden in /usr/lib' "$log"; then
     say "FAILED: the smoke check did not run with the system's libraries hidden (wheel.log)"
     rc=1
   fi

@@ -21,17 +21,8 @@ say() { echo "test-wheel: $*"; }
 if [[ ${1:-} == --inside ]]; then
   # In the namespace: hide the bundled libraries, then run the checks with the wheel's venv.
   work=$2
-  mkdir -p "$work/ovl"
-  mount -t tmpfs tmpfs "$work/ovl"
-  mkdir -p "$work/ovl/upper" "$work/ovl/work"
-  mount -t overlay overlay -o "lowerdir=/usr/lib,upperdir=$work/ovl/upper,workdir=$work/ovl/work" /usr/lib
-  hidden=0
-  while IFS= read -r f; do rm -rf "$f" && hidden=$((hidden + 1)); done < <(
-    find /usr/lib -maxdepth 3 \( -name 'libopenblas*' -o -name 'libblas.so*' -o -name 'liblapack.so*' \
-      -o -name 'libgfortran.so*' -o -name 'libquadmath.so*' -o -name 'libgomp.so*' \
-      -o -name 'liblbfgs*.so*' -o -name 'openblas-pthread' \) 2>/dev/null)
-  say "hidden in /usr/lib: $hidden files and directories (OpenBLAS, BLAS, LAPACK, libgfortran, libquadmath, libgomp, libLBFGS)"
-  exec "$work/venv/bin/python" "$root/python/tests/wheel_check.py" --refs "$work/refs" --hidden
+  exec bash "$root/scripts/hide-wheel-libs.sh" "$work/ovl" \
+    "$work/venv/bin/python" "$root/python/tests/wheel_check.py" --refs "$work/refs" --hidden
 fi
 
 source_py=""
