@@ -8,24 +8,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "base/sanitizers.hpp"
 #include "cli/commands.hpp"
-
-namespace {
-
-// Whether a sanitizer's report runs at exit (LeakSanitizer, with AddressSanitizer).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"dcalign: basis alignment for Data Collaboration analysis"};
@@ -38,7 +22,7 @@ int main(int argc, char** argv) {
   // of it loads (deregistering every operator): about 0.2 s of a 3 s experiment, doing
   // nothing a user can see. So the streams are flushed and the process ends at once; a
   // sanitizer build keeps the normal exit for its leak report.
-  if (!kSanitized) {
+  if (!DCALIGN_ASAN && !DCALIGN_TSAN) {
     std::cout.flush();
     std::cerr.flush();
     std::fflush(nullptr);

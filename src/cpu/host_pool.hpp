@@ -13,6 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/sanitizers.hpp"
+
 namespace dcalign::cpu {
 
 class HostPool {
@@ -23,17 +25,7 @@ class HostPool {
   static constexpr std::size_t kKeepAtMost = std::size_t(512) << 20;
   /// A kept block serves requests down to 1 / kMaxSlack of its size.
   static constexpr std::size_t kMaxSlack = 2;
-#if defined(__SANITIZE_ADDRESS__)
-  static constexpr bool kKeeps = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-  static constexpr bool kKeeps = false;
-#else
-  static constexpr bool kKeeps = true;
-#endif
-#else
-  static constexpr bool kKeeps = true;
-#endif
+  static constexpr bool kKeeps = !DCALIGN_ASAN;
 
   /// A new pool, referenced once (by its backend, which must close() it).
   static HostPool* open();

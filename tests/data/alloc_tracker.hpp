@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "base/sanitizers.hpp"
+
 namespace dcalign::testing {
 
 inline std::atomic<bool> g_track_allocations{false};
@@ -31,14 +33,9 @@ class AllocationTracker {
 
 // Under AddressSanitizer the replacement is left out (ASan owns operator new and reports its own
 // allocation failures); largest() then stays 0, so these checks bind in the normal build only.
-#if defined(__SANITIZE_ADDRESS__)
+#if DCALIGN_ASAN
 #define DCALIGN_TRACK_ALLOCATIONS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define DCALIGN_TRACK_ALLOCATIONS 0
-#endif
-#endif
-#ifndef DCALIGN_TRACK_ALLOCATIONS
+#else
 #define DCALIGN_TRACK_ALLOCATIONS 1
 #endif
 
