@@ -76,11 +76,10 @@ GroupFn pick_group_fn() {
 
 // svm_predict_values' C-SVC branch on precomputed kernel values: the same sums in the same
 // order, the same votes and the same tie-break (the first class with the most votes).
-double vote(const svm_model& m, const double* kvalue, std::vector<int>& start,
+// `start` holds each class's first support vector (svm_predict_values recomputes it per call).
+double vote(const svm_model& m, const double* kvalue, const std::vector<int>& start,
             std::vector<int>& votes) {
   const int k = m.nr_class;
-  start.assign(static_cast<size_t>(k), 0);
-  for (int i = 1; i < k; ++i) start[i] = start[i - 1] + m.nSV[i - 1];
   votes.assign(static_cast<size_t>(k), 0);
   int p = 0;
   for (int i = 0; i < k; ++i)
@@ -116,7 +115,11 @@ double regress(const svm_model& m, const double* kvalue) {
 RbfPredictor::RbfPredictor(const svm_model& m, index_t features) {
   if (m.param.kernel_type != RBF || (m.param.svm_type != C_SVC && m.param.svm_type != EPSILON_SVR))
     return;
-  if (m.param.svm_type == C_SVC && (m.nr_class < 2 || m.nSV == nullptr)) return;
+  if (m.param.svm_type == C_SVC) {
+    if (m.nr_class < 2 || m.nSV == nullptr) return;
+    start_.assign(static_cast<size_t>(m.nr_class), 0);
+    for (int i = 1; i < m.nr_class; ++i) start_[i] = start_[i - 1] + m.nSV[i - 1];
+  }
   features_ = features;
   svs_ = m.l;
   padded_ = (svs_ + kSvBlock - 1) / kSvBlock * kSvBlock;
@@ -152,7 +155,7 @@ void RbfPredictor::predict(const svm_model& m, const Matrix<double>& X, index_t 
   std::vector<double> dist(static_cast<size_t>(kTileRows * padded_));
   std::vector<std::vector<int>> visit(static_cast<size_t>(kTileRows / kRowGroup));
   std::vector<const double*> xs, ys;
-  std::vector<int> start, votes;
+  std::vector<int> votes;
   for (index_t t0 = begin; t0 < end; t0 += kTileRows) {
     const index_t rows = std::min(kTileRows, end - t0);
     const index_t groups = (rows + kRowGroup - 1) / kRowGroup;
@@ -193,7 +196,7 @@ void RbfPredictor::predict(const svm_model& m, const Matrix<double>& X, index_t 
     for (index_t r = 0; r < rows; ++r) {
       double* k = dist.data() + r * padded_;
       for (index_t s = 0; s < svs_; ++s) k[s] = std::exp(-m.param.gamma * k[s]);
-      out[t0 - begin + r] = m.param.svm_type == C_SVC ? vote(m, k, start, votes) : regress(m, k);
+      out[t0 - begin + r] = m.param.svm_type == C_SVC ? vote(m, k, start_, votes) : regress(m, k);
     }
   }
 }

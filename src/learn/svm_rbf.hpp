@@ -49,6 +49,7 @@ class RbfPredictor {
   index_t padded_ = 0;       // l rounded up to a whole block of SIMD lanes
   std::vector<int> row_of_;  // feature -> row of sv_ (the all-zero last row if no SV uses it)
   std::vector<double> sv_;   // (used features + 1) x padded_, feature-major
+  std::vector<int> start_;   // C-SVC: the index of each class's first support vector
 };
 
 }  // namespace dcalign::learn::detail
